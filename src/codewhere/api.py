@@ -1,0 +1,131 @@
+"""The Index facade: what the CLI and the MCP server both call. Each parameter is defined once."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Self
+
+from codewhere import indexer
+from codewhere.config import Settings
+from codewhere.errors import IndexBusyError, IndexFileError, PathError, QueryError
+from codewhere.indexer import IndexReport, Progress
+from codewhere.search import engine
+from codewhere.store import SqliteStore, StoreStats
+from codewhere.store.lock import WriterLock
+from codewhere.types import FileKind, Filters, Hit, Mode
+
+log = logging.getLogger(__name__)
+
+DEFAULT_K = 10
+
+
+def resolve_root(path: str | os.PathLike[str]) -> Path:
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise PathError(f"{path} does not exist", "check the path, or run from inside the repository")
+    if not root.is_dir():
+        raise PathError(f"{path} is a file, not a folder", "pass the folder that contains it")
+    return root.resolve()
+
+
+def normalise_scope(root: Path, scope: str) -> str:
+    """`./src/`, `src`, `/abs/root/src` → `src`; the store matches it as a file or a folder."""
+    candidate = Path(scope).expanduser()
+    if candidate.is_absolute():
+        try:
+            candidate = candidate.resolve().relative_to(root)
+        except ValueError as exc:
+            raise QueryError(f"--scope {scope} is outside {root}", "give a path inside the indexed folder") from exc
+    text = candidate.as_posix().strip("/")
+    return "" if text == "." else text.removeprefix("./")
+
+
+class Index:
+    """An indexed folder: refresh it, search it, describe it."""
+
+    def __init__(self, root: Path, store: SqliteStore, settings: Settings) -> None:
+        self.root = root
+        self.store = store
+        self.settings = settings
+
+    @classmethod
+    def open(
+        cls,
+        path: str | os.PathLike[str] = ".",
+        index_path: str | os.PathLike[str] | None = None,
+        settings: Settings | None = None,
+        rebuild: bool = False,
+    ) -> Self:
+        settings = settings or Settings.from_env()
+        root = resolve_root(path)
+        file = Path(index_path).expanduser().resolve() if index_path else settings.index_path_for(root)
+        if file.is_relative_to(root) and not index_path:
+            raise IndexFileError(f"the cache dir {settings.cache_dir} is inside {root}", "set CODEWHERE_CACHE_DIR elsewhere")
+        if rebuild:
+            cls._delete_index(file, settings)
+        return cls(root, SqliteStore.open(file), settings)
+
+    @staticmethod
+    def _delete_index(file: Path, settings: Settings) -> None:
+        if not file.exists():
+            return
+        if not (SqliteStore.is_codewhere_index(file) or file.is_relative_to(settings.cache_dir.resolve())):
+            raise IndexFileError(f"{file} is not a codewhere index", "codewhere only deletes its own files; remove it yourself")
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{file}{suffix}").unlink(missing_ok=True)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- indexing ------------------------------------------------------------------------
+
+    def refresh(self, progress: Progress | None = None, wait_seconds: float | None = None) -> IndexReport:
+        """Bring the index up to date; waits for another indexer up to `wait_seconds`."""
+        wait = self.settings.lock_wait_seconds if wait_seconds is None else wait_seconds
+        with WriterLock(self.store.path, wait):
+            report = indexer.refresh(self.root, self.store, progress)
+        if report.files_kept == 0:
+            skipped = ", ".join(f"{n} {reason}" for reason, n in report.skipped.most_common()) or "the folder is empty"
+            raise PathError(
+                f"nothing to index in {self.root} ({skipped})",
+                "point codewhere at a folder with source files, or check .gitignore and .codewhereignore",
+            )
+        return report
+
+    def refresh_if_free(self, progress: Progress | None = None) -> IndexReport | None:
+        """Refresh unless another process is indexing right now; then search what is committed."""
+        try:
+            return self.refresh(progress, wait_seconds=0.0)
+        except IndexBusyError:
+            log.warning("another codewhere process is indexing %s; searching the index as it stands", self.root)
+            return None
+
+    # ---- searching -----------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        k: int = DEFAULT_K,
+        mode: Mode | str = Mode.KEYWORD,
+        scopes: tuple[str, ...] | list[str] = (),
+        exclude_tests: bool = False,
+        exclude_docs: bool = False,
+    ) -> list[Hit]:
+        if not query.strip():
+            raise QueryError("the query is empty", 'give words or an identifier, e.g. codewhere search "parse headers"')
+        if k < 1:
+            raise QueryError(f"-k must be at least 1, got {k}", "pass -k 10 or leave it out")
+        excluded = tuple(kind for kind, on in ((FileKind.TEST, exclude_tests), (FileKind.DOCS, exclude_docs)) if on)
+        filters = Filters(tuple(s for s in (normalise_scope(self.root, s) for s in scopes) if s), excluded)
+        return engine.search(self.store, query, k, Mode(mode), filters)
+
+    def status(self) -> StoreStats:
+        return self.store.stats()

@@ -1,0 +1,152 @@
+"""`codewhere` on the command line: argument parsing and exit codes over the Index facade."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from codewhere import __version__, render
+from codewhere.api import DEFAULT_K, Index
+from codewhere.errors import CodewhereError
+from codewhere.indexer import Progress as ProgressFn
+from codewhere.types import Mode
+
+EXIT_HITS, EXIT_NO_HITS, EXIT_ERROR = 0, 1, 2
+
+err_console = Console(stderr=True)
+
+
+def _add_index_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--index", metavar="FILE", help="index file to use (default: one per folder in the user cache dir)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="codewhere", description="Local-first code search by meaning and by name.")
+    parser.add_argument("--version", action="version", version=f"codewhere {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what happens to stderr")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("index", help="index a folder, or refresh its index incrementally")
+    p.add_argument("path", nargs="?", default=".", help="folder to index (default: .)")
+    p.add_argument("--rebuild", action="store_true", help="delete the index and build it from scratch")
+    p.add_argument("--wait", type=float, default=None, metavar="SECONDS", help="how long to wait for another indexer")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _add_index_options(p)
+
+    p = sub.add_parser("search", help="search a folder (refreshing its index first)")
+    p.add_argument("query")
+    p.add_argument("path", nargs="?", default=".", help="folder to search (default: .)")
+    p.add_argument("-k", type=int, default=DEFAULT_K, help=f"number of results (default {DEFAULT_K})")
+    p.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.KEYWORD.value)
+    p.add_argument("--scope", action="append", default=[], metavar="PREFIX", help="only paths under PREFIX (repeatable)")
+    p.add_argument("--exclude-tests", action="store_true", help="leave test files out")
+    p.add_argument("--exclude-docs", action="store_true", help="leave documentation out")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_index_options(p)
+
+    p = sub.add_parser("status", help="describe a folder's index")
+    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("--json", action="store_true")
+    _add_index_options(p)
+    return parser
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[ProgressFn | None]:
+    if not enabled:
+        yield None
+        return
+    with Progress(
+        SpinnerColumn(), TextColumn("indexing {task.completed} files"), TextColumn("[dim]{task.description}"),
+        TimeElapsedColumn(), console=err_console, transient=True,
+    ) as bar:
+        task = bar.add_task("", total=None)
+
+        def update(count: int, path: str) -> None:
+            bar.update(task, completed=count, description=path[-60:])
+
+        yield update
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    with Index.open(args.path, args.index, rebuild=args.rebuild) as index:
+        with _progress(err_console.is_terminal and not args.json) as progress:
+            report = index.refresh(progress, wait_seconds=args.wait)
+        stats = index.status()
+        if args.json:
+            print(render.report_json(report, stats))
+        else:
+            for line in render.report_lines(report, stats):
+                print(line)
+    return EXIT_HITS
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    with Index.open(args.path, args.index) as index:
+        with _progress(err_console.is_terminal and not args.json) as progress:
+            index.refresh_if_free(progress)
+        hits = index.search(
+            args.query, k=args.k, mode=args.mode, scopes=args.scope,
+            exclude_tests=args.exclude_tests, exclude_docs=args.exclude_docs,
+        )
+        if args.json:
+            print(render.hits_json(args.query, index.root, hits))
+        else:
+            render.print_hits(Console(highlight=False), hits)
+            if not hits:
+                err_console.print(f"no hits for {args.query!r}", highlight=False)
+    return EXIT_HITS if hits else EXIT_NO_HITS
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    with Index.open(args.path, args.index) as index:
+        stats = index.status()
+        if args.json:
+            print(render.status_json(index.root, index.store.path, stats))
+        else:
+            for line in render.status_lines(index.root, index.store.path, stats):
+                print(line)
+    return EXIT_HITS
+
+
+COMMANDS = {"index": _cmd_index, "search": _cmd_search, "status": _cmd_status}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="codewhere: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return COMMANDS[args.command](args)
+    except CodewhereError as exc:
+        err_console.print(f"codewhere: {exc}", highlight=False, markup=False, soft_wrap=True)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        err_console.print("codewhere: interrupted", highlight=False)
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_HITS
+    except Exception as exc:  # a bug, not a user mistake: one line unless asked for the trace
+        if os.environ.get("CODEWHERE_DEBUG"):
+            raise
+        err_console.print(
+            f"codewhere: internal error: {type(exc).__name__}: {exc} — please report it; "
+            "CODEWHERE_DEBUG=1 shows the traceback",
+            highlight=False, markup=False, soft_wrap=True,
+        )
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

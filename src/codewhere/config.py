@@ -1,0 +1,31 @@
+"""Where things live and the knobs that pick behaviour: defaults < CODEWHERE_* env < flags."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import platformdirs
+
+
+@dataclass(frozen=True)
+class Settings:
+    cache_dir: Path
+    lock_wait_seconds: float = 30.0
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        cache = os.environ.get("CODEWHERE_CACHE_DIR") or platformdirs.user_cache_dir("codewhere")
+        settings = cls(cache_dir=Path(cache))
+        if wait := os.environ.get("CODEWHERE_LOCK_WAIT"):
+            settings = replace(settings, lock_wait_seconds=float(wait))
+        return settings
+
+    def index_path_for(self, root: Path) -> Path:
+        """One index per absolute root path, in the cache dir: nothing is written in the repo."""
+        digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
+        name = re.sub(r"[^\w.-]", "_", root.name) or "root"
+        return self.cache_dir / "indexes" / f"{name}-{digest}.sqlite"

@@ -1,0 +1,35 @@
+"""One exception tree. Every error a user can cause says what went wrong and how to fix it."""
+
+from __future__ import annotations
+
+
+class CodewhereError(Exception):
+    """A problem the user can fix; the CLI prints `codewhere: <message> — <hint>` and exits 2."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} — {self.hint}" if self.hint else self.message
+
+
+class PathError(CodewhereError):
+    """The path to index is missing, not a folder, or has nothing to index."""
+
+
+class IndexFileError(CodewhereError):
+    """The index file is corrupt, foreign, locked or built differently."""
+
+
+class IndexBusyError(IndexFileError):
+    """Another process holds the index's writer lock."""
+
+
+class ModelError(CodewhereError):
+    """The embedding model is missing, broken, or differs from the index's."""
+
+
+class QueryError(CodewhereError):
+    """The query cannot be run as given."""

@@ -1,0 +1,148 @@
+"""scan → read → chunk → store, touching only what changed since the last run."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codewhere.chunk import CHUNKER_VERSION, chunk_file
+from codewhere.scan import read_source, scan
+from codewhere.store import FileState, SqliteStore
+from codewhere.tokens import index_tokens
+from codewhere.types import Chunk, FileRecord, Skip, SkipReason
+
+log = logging.getLogger(__name__)
+
+BATCH_FILES = 200  # files per transaction: small enough to lose little when killed
+BATCH_CHUNKS = 2_000
+
+Progress = Callable[[int, str], None]  # (files seen so far, current path)
+
+
+@dataclass
+class IndexReport:
+    files_kept: int = 0
+    files_added: int = 0
+    files_changed: int = 0
+    files_removed: int = 0
+    files_unchanged: int = 0
+    chunks_written: int = 0
+    bytes_read: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.files_added or self.files_changed or self.files_removed)
+
+
+def _fts_row(chunk: Chunk) -> tuple[str, str]:
+    return index_tokens(chunk.path), index_tokens(chunk.text)
+
+
+class _Batch:
+    """Collects file writes and commits them together."""
+
+    def __init__(self, store: SqliteStore, on_commit: Callable[[list[Chunk]], None] | None) -> None:
+        self.store = store
+        self.on_commit = on_commit
+        self.writes: list[tuple[FileRecord, str, list[Chunk]] | tuple[FileRecord, SkipReason]] = []
+        self.stat_updates: list[FileRecord] = []
+        self.chunk_count = 0
+
+    def full(self) -> bool:
+        return len(self.writes) + len(self.stat_updates) >= BATCH_FILES or self.chunk_count >= BATCH_CHUNKS
+
+    def flush(self, deletes: list[str] | None = None) -> None:
+        new_chunks: list[Chunk] = []
+        with self.store.transaction():
+            for write in self.writes:
+                if len(write) == 3:
+                    record, digest, chunks = write
+                    self.store.replace_file(record, digest, chunks, [_fts_row(c) for c in chunks])
+                    new_chunks.extend(chunks)
+                else:
+                    record, reason = write
+                    self.store.record_skipped_file(record, reason)
+            for record in self.stat_updates:
+                self.store.update_file_stat(record.path, record.size, record.mtime_ns)
+            if deletes:
+                self.store.delete_files(deletes)
+            if self.on_commit and new_chunks:
+                self.on_commit(new_chunks)
+        self.writes, self.stat_updates, self.chunk_count = [], [], 0
+
+
+def refresh(
+    root: Path,
+    store: SqliteStore,
+    progress: Progress | None = None,
+    on_new_chunks: Callable[[list[Chunk]], None] | None = None,
+) -> IndexReport:
+    """Bring the index of `root` up to date. The caller holds the writer lock.
+
+    `on_new_chunks` runs inside each batch's transaction, so whatever it stores for the new
+    chunks (their vectors) commits or rolls back with them.
+    """
+    started = time.perf_counter()
+    report = IndexReport()
+    if store.meta().get("chunker_version") != CHUNKER_VERSION:
+        with store.transaction():
+            store.clear_files()
+            store.set_meta({"chunker_version": CHUNKER_VERSION})
+    known = store.file_states()
+    seen: set[str] = set()
+    batch = _Batch(store, on_new_chunks)
+    for n, item in enumerate(scan(root), start=1):
+        if isinstance(item, Skip):
+            report.skipped[item.reason.value] += 1
+            continue
+        seen.add(item.path)
+        if progress:
+            progress(n, item.path)
+        _visit(root, item, known.get(item.path), batch, report)
+        if batch.full():
+            batch.flush()
+    removed = [path for path in known if path not in seen]
+    report.files_removed = len(removed)
+    batch.flush(removed)
+    with store.transaction():
+        store.set_meta({"root": str(root), "last_refresh": str(time.time())})
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _visit(root: Path, record: FileRecord, known: FileState | None, batch: _Batch, report: IndexReport) -> None:
+    if known and known.size == record.size and known.mtime_ns == record.mtime_ns:
+        if known.skip_reason:
+            report.skipped[known.skip_reason] += 1
+        else:
+            report.files_kept += 1
+            report.files_unchanged += 1
+        return
+    source = read_source(root / record.path)
+    if isinstance(source, SkipReason):
+        report.skipped[source.value] += 1
+        batch.writes.append((record, source))
+        return
+    data, text = source
+    report.bytes_read += len(data)
+    report.files_kept += 1
+    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    if known and known.hash == digest:
+        report.files_unchanged += 1
+        batch.stat_updates.append(record)
+        return
+    chunks = chunk_file(record, text)
+    if known and known.hash is not None:
+        report.files_changed += 1
+    else:
+        report.files_added += 1
+    report.chunks_written += len(chunks)
+    batch.writes.append((record, digest, chunks))
+    batch.chunk_count += len(chunks)

@@ -1,0 +1,106 @@
+"""Facts about file names: language by extension, and kind (code/test/docs/config) by path."""
+
+from __future__ import annotations
+
+import re
+from pathlib import PurePosixPath
+
+from codewhere.types import FileKind
+
+# extension → language. Languages with tree-sitter grammars are added as rows in the graph issue.
+LANGUAGE_BY_EXTENSION: dict[str, str] = {
+    ".py": "python", ".pyi": "python", ".pyx": "cython",
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
+    ".go": "go", ".rs": "rust", ".java": "java", ".kt": "kotlin", ".kts": "kotlin",
+    ".scala": "scala", ".sc": "scala", ".swift": "swift", ".cs": "csharp",
+    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp",
+    ".hh": "cpp", ".hxx": "cpp", ".inl": "cpp", ".m": "objc", ".mm": "objc",
+    ".rb": "ruby", ".php": "php", ".sh": "bash", ".bash": "bash", ".zsh": "bash",
+    ".bats": "bash", ".lua": "lua", ".pl": "perl", ".pm": "perl", ".r": "r",
+    ".hs": "haskell", ".ml": "ocaml", ".mli": "ocaml", ".ex": "elixir", ".exs": "elixir",
+    ".erl": "erlang", ".clj": "clojure", ".dart": "dart", ".jl": "julia", ".zig": "zig",
+    ".vue": "vue", ".svelte": "svelte", ".sql": "sql", ".html": "html", ".htm": "html",
+    ".css": "css", ".scss": "scss", ".sass": "sass", ".less": "less",
+    ".md": "markdown", ".markdown": "markdown", ".mdx": "markdown", ".rst": "rst",
+    ".txt": "text", ".adoc": "asciidoc",
+    ".json": "json", ".jsonc": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml",
+    ".ini": "ini", ".cfg": "ini", ".xml": "xml", ".gradle": "groovy", ".groovy": "groovy",
+    ".proto": "protobuf", ".graphql": "graphql", ".tf": "hcl", ".cmake": "cmake",
+}
+
+LANGUAGE_BY_FILENAME: dict[str, str] = {
+    "Makefile": "make", "makefile": "make", "GNUmakefile": "make", "Dockerfile": "dockerfile",
+    "CMakeLists.txt": "cmake", "Rakefile": "ruby", "Gemfile": "ruby", "BUILD": "starlark",
+    "BUILD.bazel": "starlark", "WORKSPACE": "starlark",
+}
+
+DOCS_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc"})
+CONFIG_LANGUAGES = frozenset({"json", "yaml", "toml", "ini", "xml"})
+
+# Whole file names that are documentation whatever their extension.
+_DOCS_NAME = re.compile(
+    r"^(README|CHANGELOG|CHANGES|HISTORY|NEWS|AUTHORS|CONTRIBUTORS|CONTRIBUTING|LICENSE|LICENCE"
+    r"|COPYING|NOTICE|CODE_OF_CONDUCT|SECURITY|UPGRADING|MIGRATION)([._-].*)?$",
+    re.IGNORECASE,
+)
+_DOCS_DIRS = frozenset({"docs", "doc", "documentation", "_docs", "man", "wiki"})
+_TEST_DIRS = frozenset({"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "e2e"})
+_TEST_FILE = re.compile(
+    r"(^test_.*\.py$|.*_test\.py$|^conftest\.py$"  # Python
+    r"|.*\.(test|spec)\.[cm]?[jt]sx?$"  # JS/TS
+    r"|.*_test\.go$"  # Go
+    r"|.*Tests?\.(java|kt|scala|cs|swift)$|.*Spec\.(scala|kt|groovy)$"  # JVM, .NET, Swift
+    r"|.*_spec\.rb$|.*_test\.rb$"  # Ruby
+    r"|.*Test\.php$)"  # PHP
+)
+_CONFIG_NAMES = frozenset({
+    "Makefile", "makefile", "GNUmakefile", "Dockerfile", "setup.cfg", "tox.ini", ".editorconfig",
+    ".gitignore", ".gitattributes", ".codewhereignore", ".coveragerc", "MANIFEST.in",
+})
+
+LOCKFILES = frozenset({
+    "package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "yarn.lock", "bun.lockb",
+    "bun.lock", "Cargo.lock", "poetry.lock", "Pipfile.lock", "uv.lock", "pdm.lock",
+    "Gemfile.lock", "composer.lock", "go.sum", "mix.lock", "pubspec.lock", "Podfile.lock",
+    "packages.lock.json", "flake.lock", "gradle.lockfile", "conda-lock.yml",
+})
+
+# Media and archives: not source even when they hold no NUL byte (SVG, Illustrator, PDF).
+ASSET_EXTENSIONS = frozenset({
+    ".svg", ".ai", ".eps", ".psd", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico",
+    ".webp", ".tif", ".tiff", ".mp3", ".mp4", ".wav", ".ogg", ".webm", ".mov", ".avi",
+    ".woff", ".woff2", ".ttf", ".otf", ".eot", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z",
+    ".tar", ".jar", ".whl", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".pyc", ".class",
+    ".wasm", ".map", ".sqlite", ".db", ".pkl", ".npy", ".npz", ".onnx", ".safetensors", ".bin",
+})
+
+# Folders never worth indexing: dependencies, build output, tool caches, VCS metadata.
+SKIPPED_DIRS = frozenset({
+    ".git", ".hg", ".svn", "node_modules", "bower_components", "dist", "build", "out", "target",
+    ".venv", "venv", ".env", "env", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    ".tox", ".nox", ".eggs", ".gradle", ".idea", ".next", ".nuxt", ".svelte-kit", ".turbo",
+    ".cache", ".parcel-cache", "coverage", "htmlcov", ".terraform", ".serverless", "Pods",
+    ".dart_tool", ".pnpm-store", ".yarn", "site-packages",
+})
+
+
+def language_of(path: str) -> str:
+    p = PurePosixPath(path)
+    if p.name in LANGUAGE_BY_FILENAME:
+        return LANGUAGE_BY_FILENAME[p.name]
+    return LANGUAGE_BY_EXTENSION.get(p.suffix.lower(), "")
+
+
+def kind_of(path: str, language: str) -> FileKind:
+    """Test before docs before config: `tests/README.md` is about tests, `docs/conf.py` is docs."""
+    p = PurePosixPath(path)
+    dirs = {part.lower() for part in p.parts[:-1]}
+    name = p.name
+    if dirs & _TEST_DIRS or _TEST_FILE.match(name):
+        return FileKind.TEST
+    if dirs & _DOCS_DIRS or language in DOCS_LANGUAGES or _DOCS_NAME.match(name):
+        return FileKind.DOCS
+    if language in CONFIG_LANGUAGES or name in _CONFIG_NAMES or (not language and name.startswith(".")):
+        return FileKind.CONFIG
+    return FileKind.CODE

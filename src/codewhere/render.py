@@ -1,0 +1,104 @@
+"""Hits and reports → text for people, JSON for programs. Nothing here searches."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from codewhere.indexer import IndexReport
+from codewhere.store import StoreStats
+from codewhere.types import Hit
+
+
+def hits_json(query: str, root: Path, hits: list[Hit]) -> str:
+    return json.dumps(
+        {
+            "query": query,
+            "root": str(root),
+            "hits": [
+                {
+                    "path": h.path,
+                    "start_line": h.start_line,
+                    "end_line": h.end_line,
+                    "score": h.score,
+                    "kind": h.kind.value,
+                    "language": h.language,
+                    "snippet": h.snippet,
+                    "why": h.why,
+                }
+                for h in hits
+            ],
+        },
+        ensure_ascii=False,
+    )
+
+
+def print_hits(console: Console, hits: list[Hit]) -> None:
+    """grep-like: `path:start-end  score  kind`, then the snippet indented."""
+    for hit in hits:
+        console.print(
+            f"[bold magenta]{escape(hit.path)}[/]:[green]{hit.start_line}-{hit.end_line}[/]"
+            f"  [dim]{hit.score:.4f}  {hit.kind.value}[/]",
+            highlight=False,
+        )
+        for line in hit.snippet.splitlines():
+            console.print("    " + escape(line), highlight=False, soft_wrap=True)
+
+
+def report_lines(report: IndexReport, stats: StoreStats) -> list[str]:
+    skipped = ", ".join(f"{reason} {n}" for reason, n in sorted(report.skipped.items())) or "none"
+    return [
+        f"files: {report.files_kept} kept ({report.files_added} added, {report.files_changed} changed, "
+        f"{report.files_unchanged} unchanged, {report.files_removed} removed)",
+        f"skipped: {sum(report.skipped.values())} ({skipped})",
+        f"read: {report.bytes_read:,} bytes; chunks written: {report.chunks_written}; in index: {stats.chunks}",
+        f"time: {report.seconds:.2f} s",
+    ]
+
+
+def report_json(report: IndexReport, stats: StoreStats) -> str:
+    return json.dumps(
+        {
+            "files_kept": report.files_kept,
+            "files_added": report.files_added,
+            "files_changed": report.files_changed,
+            "files_unchanged": report.files_unchanged,
+            "files_removed": report.files_removed,
+            "skipped": dict(sorted(report.skipped.items())),
+            "bytes_read": report.bytes_read,
+            "chunks_written": report.chunks_written,
+            "chunks": stats.chunks,
+            "seconds": round(report.seconds, 4),
+        }
+    )
+
+
+def status_json(root: Path, index_path: Path, stats: StoreStats) -> str:
+    return json.dumps(
+        {
+            "root": str(root),
+            "index": str(index_path),
+            "files": stats.files,
+            "chunks": stats.chunks,
+            "bytes": stats.bytes,
+            "skipped_by_content": stats.skipped,
+            "kinds": stats.kinds,
+            "languages": stats.languages,
+            "meta": stats.meta,
+        }
+    )
+
+
+def status_lines(root: Path, index_path: Path, stats: StoreStats) -> list[str]:
+    kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.kinds.items()))
+    langs = ", ".join(f"{lang or 'other'} {n}" for lang, n in list(stats.languages.items())[:8])
+    return [
+        f"root: {root}",
+        f"index: {index_path}",
+        f"files: {stats.files} ({kinds}); {stats.bytes:,} bytes; chunks: {stats.chunks}",
+        f"languages: {langs}",
+        *(f"{key}: {value}" for key, value in sorted(stats.meta.items()) if key not in {"created_at", "last_refresh"}),
+    ]

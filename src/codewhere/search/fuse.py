@@ -1,0 +1,27 @@
+"""Reciprocal Rank Fusion: ranks, never scores — BM25 and cosine live on different scales."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+RRF_K = 60
+RRF_DEPTH = 30  # each retriever contributes its top 30
+
+
+def rrf(
+    rankings: Mapping[str, Sequence[int]], k: int = RRF_K, depth: int = RRF_DEPTH
+) -> list[tuple[int, float, dict[str, int]]]:
+    """Fuse named rankings into (id, score, {retriever: 1-based rank}) sorted by score.
+
+    Ties keep the order of first appearance across the rankings in the order given, so the
+    result is deterministic.
+    """
+    scores: dict[int, float] = {}
+    ranks: dict[int, dict[str, int]] = {}
+    for name, ids in rankings.items():
+        for rank, item in enumerate(ids[:depth], start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+            ranks.setdefault(item, {})[name] = rank
+    order = {item: i for i, item in enumerate(scores)}
+    fused = sorted(scores, key=lambda item: (-scores[item], order[item]))
+    return [(item, scores[item], ranks[item]) for item in fused]

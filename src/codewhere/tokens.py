@@ -1,0 +1,82 @@
+"""Identifier-aware tokens, shared by what the index stores and what a query asks.
+
+`should_strip_auth`, `shouldStripAuth` and `ShouldStripAuth` all yield the compound
+`shouldstripauth` plus the parts `should strip auth`, so each spelling matches the others and
+a plain-language query matches the parts.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"\w+(?:-\w+)*")
+_CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_A-Za-z]+")
+MAX_TOKEN_CHARS = 64  # longer runs are base64, hashes or minified noise
+_IDENTIFIER_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:::|\.|->|#)[A-Za-z_$][\w$]*)*[!?]?(?:\(\))?$")
+
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing don down during each few for from further
+    had has have having he her here hers herself him himself his how i if in into is it its itself
+    just let me more most my myself no nor not now of off on once only or other our ours ourselves
+    out over own same she should so some such than that the their theirs them themselves then there
+    these they this those through to too under until up very was we were what when where which while
+    who whom why will with would you your yours yourself yourselves get gets make makes sure""".split()
+)
+
+
+def split_identifier(word: str) -> list[str]:
+    """`HTTPAdapter` → [http, adapter]; `should_strip_auth` → [should, strip, auth]."""
+    parts: list[str] = []
+    for piece in re.split(r"[_\-]+", word):
+        parts.extend(p.lower() for p in _CAMEL_PART.findall(piece))
+    return parts
+
+
+def compound(word: str) -> str:
+    return re.sub(r"[_\-]+", "", word).lower()
+
+
+def word_tokens(word: str) -> list[str]:
+    whole = compound(word)
+    if not whole or len(whole) > MAX_TOKEN_CHARS:
+        return []
+    parts = split_identifier(word)
+    if parts == [whole]:
+        return [whole]
+    return [whole, *parts]
+
+
+def index_tokens(text: str) -> str:
+    """Text for the FTS column: every word as its compound followed by its parts."""
+    out: list[str] = []
+    for match in _WORD.finditer(text):
+        out.extend(word_tokens(match.group()))
+    return " ".join(out)
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct terms of a query, stop words dropped unless nothing else is left."""
+    terms: list[str] = []
+    for match in _WORD.finditer(query):
+        for token in word_tokens(match.group()):
+            if token not in terms:
+                terms.append(token)
+    content = [t for t in terms if t not in STOP_WORDS and len(t) > 1]
+    return content or terms
+
+
+def is_identifier_query(query: str) -> bool:
+    """`raise_for_status`, `Foo::bar`, `getUserById`, `Session.send` — not `redirect` or prose."""
+    q = query.strip()
+    if not _IDENTIFIER_QUERY.match(q):
+        return False
+    if re.search(r"::|\.|->|#|_|\(\)", q):
+        return True
+    return bool(re.search(r"[a-z][A-Z]|[A-Z][a-z]+[A-Z]", q))
+
+
+def identifier_name(query: str) -> str:
+    """The compound of the last segment of a qualified name: `Session.send()` → `send`."""
+    last = re.split(r"::|\.|->|#", query.strip().removesuffix("()"))[-1]
+    return compound(last.rstrip("!?"))

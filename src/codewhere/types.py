@@ -1,0 +1,100 @@
+"""Plain records that flow through the pipeline: scan → chunk → store → search."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class FileKind(str, Enum):
+    CODE = "code"
+    TEST = "test"
+    DOCS = "docs"
+    CONFIG = "config"
+
+
+class SkipReason(str, Enum):
+    IGNORED = "ignored"  # .gitignore / .codewhereignore
+    BUILTIN_DIR = "builtin-dir"  # node_modules, .git, build, ...
+    LOCKFILE = "lockfile"
+    TOO_LARGE = "too-large"
+    BINARY = "binary"
+    ASSET = "asset"  # media, archives, compiled output: by extension
+    SYMLINK_OUTSIDE_ROOT = "symlink-outside-root"
+    SYMLINK_LOOP = "symlink-loop"
+    SYMLINK_DUPLICATE = "symlink-duplicate"  # target is inside the root and indexed under its own path
+    BROKEN_SYMLINK = "broken-symlink"
+    UNREADABLE = "unreadable"
+    NOT_REGULAR = "not-regular"  # fifo, socket, device
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str  # relative to the root, "/" separators
+    kind: FileKind
+    language: str  # "" when unknown
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class Skip:
+    path: str
+    reason: SkipReason
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """The unit of retrieval. Line numbers are 1-based and inclusive."""
+
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    embed_text: str
+    kind: FileKind
+    language: str
+    content_hash: str
+    defines: tuple[str, ...] = ()  # names this chunk defines (def/class/func ...)
+
+
+class Mode(str, Enum):
+    KEYWORD = "keyword"
+    SEMANTIC = "semantic"
+    HYBRID = "hybrid"
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which chunks a search may return."""
+
+    scopes: tuple[str, ...] = ()  # path prefixes, relative to the root
+    exclude_kinds: tuple[FileKind, ...] = ()
+
+    def is_empty(self) -> bool:
+        return not self.scopes and not self.exclude_kinds
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk as the store gives it back to search."""
+
+    id: int
+    path: str
+    start_line: int
+    end_line: int
+    kind: FileKind
+    language: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    kind: FileKind
+    language: str
+    snippet: str
+    why: dict[str, object] = field(default_factory=dict)
