@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 
 _WORD = re.compile(r"\w+(?:-\w+)*")
-_CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_A-Za-z]+")
+# Upper is ASCII A-Z; any other letter counts as lower, so `café` stays whole.
+_CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][^\W\dA-Z_])|[A-Z]?[^\W\dA-Z_]+|[A-Z]+|\d+")
 MAX_TOKEN_CHARS = 64  # longer runs are base64, hashes or minified noise
 _IDENTIFIER_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:::|\.|->|#)[A-Za-z_$][\w$]*)*[!?]?(?:\(\))?$")
 

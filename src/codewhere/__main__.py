@@ -1,0 +1,5 @@
+import sys
+
+from codewhere.cli import main
+
+sys.exit(main())

@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from codewhere.api import Index
+from codewhere.config import Settings
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own cache dir, so no test sees another's index."""
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("CODEWHERE_CACHE_DIR", str(cache))
+    return cache
+
+
+def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(textwrap.dedent(content), encoding="utf-8")
+    return root
+
+
+SAMPLE_REPO: dict[str, str | bytes] = {
+    "src/shop/cart.py": '''
+        """Shopping cart."""
+
+
+        class Cart:
+            def __init__(self):
+                self.items = []
+
+            def add_item(self, item, quantity=1):
+                """Put an item in the cart."""
+                self.items.append((item, quantity))
+
+            def total_price(self):
+                return sum(item.price * quantity for item, quantity in self.items)
+        ''',
+    "src/shop/payment.py": '''
+        def charge_credit_card(card, amount):
+            """Send the amount to the payment gateway and return the receipt."""
+            if amount <= 0:
+                raise ValueError("amount must be positive")
+            return gateway_request("charge", card=card, amount=amount)
+
+
+        def refund_payment(receipt):
+            return gateway_request("refund", receipt=receipt)
+
+
+        def gateway_request(action, **fields):
+            return {"action": action, **fields}
+        ''',
+    "src/web/handlers.ts": '''
+        export function getUserById(id: string): User {
+          return db.users.find((u) => u.id === id);
+        }
+
+        export class SessionStore {
+          constructor(private ttl: number) {}
+        }
+        ''',
+    "src/server/router.go": '''
+        package server
+
+        func HandleLogin(w http.ResponseWriter, r *http.Request) {
+            token := issueToken(r)
+            w.Write([]byte(token))
+        }
+        ''',
+    "src/lib.rs": '''
+        pub struct RateLimiter { capacity: u32 }
+
+        pub fn parse_config(text: &str) -> Config {
+            Config::from(text)
+        }
+        ''',
+    "tests/test_payment.py": '''
+        from shop.payment import charge_credit_card
+
+
+        def test_charge_credit_card_rejects_zero():
+            charge_credit_card("4111", 0)
+        ''',
+    "docs/guide.md": '''
+        # Guide
+
+        Use `charge_credit_card` to charge a card; `refund_payment` gives the money back.
+        ''',
+    "README.md": "# shop\n\nA tiny shop.\n",
+}
+
+
+@pytest.fixture
+def sample_repo(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "repo", SAMPLE_REPO)
+
+
+@pytest.fixture
+def open_index():
+    opened: list[Index] = []
+
+    def _open(root: Path, **kwargs: object) -> Index:
+        index = Index.open(root, settings=Settings.from_env(), **kwargs)  # type: ignore[arg-type]
+        opened.append(index)
+        return index
+
+    yield _open
+    for index in opened:
+        index.close()
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> dict:
+        return json.loads(self.out)
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> CliResult:
+    """Run the real `codewhere` entry point in a subprocess."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "codewhere", *args],
+        capture_output=True, text=True, cwd=cwd, timeout=timeout, env=dict(os.environ),
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def cli():
+    return run_cli

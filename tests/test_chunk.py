@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from codewhere.chunk import chunk_file, content_hash, line_windows, split_lines
+from codewhere.types import FileKind, FileRecord
+
+
+def windows(text: str, target: int = 2800, overlap: int = 320) -> list[tuple[int, int, str]]:
+    return list(line_windows(text, target, overlap))
+
+
+def test_windows_cover_every_line_with_overlap_and_inclusive_ranges() -> None:
+    text = "".join(f"line {i:04d} " + "x" * 40 + "\n" for i in range(1, 301))  # 51 chars a line
+    result = windows(text)
+    assert result[0][0] == 1
+    assert result[-1][1] == 300
+    for (s1, e1, _), (s2, e2, _) in zip(result, result[1:]):
+        assert s1 < s2 <= e1  # moves forward and overlaps
+        assert e1 < e2
+    for start, end, body in result:
+        lines = body.splitlines()
+        assert len(lines) == end - start + 1
+        assert lines[0].startswith(f"line {start:04d}")
+        assert lines[-1].startswith(f"line {end:04d}")
+
+
+def test_window_reaches_the_target_and_overlap_reaches_its_budget() -> None:
+    text = "".join("y" * 99 + "\n" for _ in range(100))  # 100 chars a line
+    result = windows(text, target=1000, overlap=250)
+    assert [(s, e) for s, e, _ in result[:3]] == [(1, 10), (8, 17), (15, 24)]
+
+
+def test_long_line_overshoots_rather_than_being_cut() -> None:
+    text = "short\n" + "z" * 5000 + "\nafter\n"
+    result = windows(text, target=100, overlap=10)
+    assert any("z" * 5000 in body for _, _, body in result)
+    assert all(body.endswith("\n") for _, _, body in result)
+
+
+def test_chunker_moves_forward_on_one_huge_line() -> None:
+    text = "a" * 200_000
+    assert [(s, e, len(b)) for s, e, b in windows(text)] == [(1, 1, 200_000)]
+
+
+def test_blank_chunks_are_dropped() -> None:
+    text = "code\n" + "\n" * 2000 + "   \n" * 2000 + "tail\n"
+    result = windows(text, target=400, overlap=40)
+    assert all(body.strip() for _, _, body in result)
+    assert result[0][0] == 1 and result[-1][1] == 4002
+
+
+def test_only_newline_ends_a_line() -> None:
+    assert split_lines("a\fb\x1cc\u2028d\r\ne\n") == ["a\fb\x1cc\u2028d\r\n", "e\n"]
+    assert split_lines("no newline") == ["no newline"]
+    assert split_lines("") == []
+
+
+def test_chunk_record_carries_path_kind_language_hash_and_definitions() -> None:
+    record = FileRecord("src/m.py", FileKind.CODE, "python", 0, 0)
+    text = "import os\n\n\ndef raise_for_status(self):\n    pass\n"
+    [chunk] = chunk_file(record, text)
+    assert (chunk.path, chunk.start_line, chunk.end_line) == ("src/m.py", 1, 5)
+    assert chunk.kind is FileKind.CODE and chunk.language == "python"
+    assert chunk.embed_text.startswith("src/m.py\n")
+    assert chunk.content_hash == content_hash(text)
+    assert chunk.defines == ("raiseforstatus",)
+
+
+def test_same_text_same_hash_whatever_the_path() -> None:
+    a = chunk_file(FileRecord("a.py", FileKind.CODE, "python", 0, 0), "x = 1\n")[0]
+    b = chunk_file(FileRecord("b/c.py", FileKind.CODE, "python", 0, 0), "x = 1\n")[0]
+    assert a.content_hash == b.content_hash
+    assert a.embed_text != b.embed_text

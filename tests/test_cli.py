@@ -1,0 +1,213 @@
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import apsw
+import pytest
+
+from codewhere.config import Settings
+from codewhere.store.lock import WriterLock
+from tests.conftest import write_tree
+
+
+def assert_one_line_error(result, *words: str) -> None:
+    assert result.code == 2, result
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1, result.err
+    assert lines[0].startswith("codewhere: ") and " — " in lines[0], lines[0]
+    assert "Traceback" not in result.err
+    for word in words:
+        assert word in lines[0]
+
+
+def test_search_prints_grep_like_lines_and_exit_0(sample_repo: Path, cli) -> None:
+    result = cli("search", "charge_credit_card", str(sample_repo), "-k", "2")
+    assert result.code == 0, result.err
+    first = result.out.splitlines()[0]
+    assert first.startswith("src/shop/payment.py:1-14 ")
+    assert first.rstrip().endswith("code")
+    assert "def charge_credit_card(card, amount):" in result.out
+    assert "\x1b[" not in result.out  # no colour when stdout is not a terminal
+
+
+def test_search_json_schema(sample_repo: Path, cli) -> None:
+    result = cli("search", "getUserById", str(sample_repo), "--json")
+    assert result.code == 0
+    payload = result.json()
+    assert payload["query"] == "getUserById"
+    assert payload["root"] == str(sample_repo.resolve())
+    hit = payload["hits"][0]
+    assert set(hit) == {"path", "start_line", "end_line", "score", "kind", "language", "snippet", "why"}
+    assert (hit["path"], hit["start_line"], hit["kind"], hit["language"]) == ("src/web/handlers.ts", 1, "code", "typescript")
+    assert hit["why"]["definition"] == 1
+    assert "getUserById" in hit["snippet"]
+
+
+def test_no_hit_exits_1(sample_repo: Path, cli) -> None:
+    result = cli("search", "zzqqxxnothing", str(sample_repo), "--json")
+    assert result.code == 1
+    assert result.json()["hits"] == []
+
+
+def test_search_defaults_to_the_current_folder_and_refreshes_it(sample_repo: Path, cli) -> None:
+    assert cli("search", "RateLimiter", cwd=sample_repo).code == 0
+    (sample_repo / "src/new_module.py").write_text("def freshly_added_function():\n    pass\n")
+    result = cli("search", "freshly_added_function", "--json", cwd=sample_repo)
+    assert result.code == 0 and result.json()["hits"][0]["path"] == "src/new_module.py"
+
+
+def test_index_summary_and_status(sample_repo: Path, cli) -> None:
+    (sample_repo / "yarn.lock").write_text("x")
+    (sample_repo / "blob.bin").write_bytes(b"\0\0\0")
+    result = cli("index", str(sample_repo), "--json")
+    assert result.code == 0, result.err
+    summary = result.json()
+    assert summary["files_kept"] == 8
+    assert summary["skipped"] == {"asset": 1, "lockfile": 1}
+    assert summary["chunks"] == 8
+    text = cli("index", str(sample_repo))
+    assert "files: 8 kept" in text.out and "skipped: 2 (asset 1, lockfile 1)" in text.out
+    status = cli("status", str(sample_repo), "--json").json()
+    assert status["files"] == 8 and status["chunks"] == 8 and status["meta"]["schema_version"] == "1"
+
+
+def test_nothing_is_written_inside_the_indexed_folder(sample_repo: Path, cli, isolated_cache: Path) -> None:
+    before = sorted(p.relative_to(sample_repo) for p in sample_repo.rglob("*"))
+    assert cli("search", "cart", str(sample_repo)).code == 0
+    assert sorted(p.relative_to(sample_repo) for p in sample_repo.rglob("*")) == before
+    assert list((isolated_cache / "indexes").glob("repo-*.sqlite"))
+
+
+def test_index_option_chooses_the_file(sample_repo: Path, cli, tmp_path: Path) -> None:
+    target = tmp_path / "custom" / "my.sqlite"
+    assert cli("index", str(sample_repo), "--index", str(target)).code == 0
+    assert target.exists()
+    assert cli("search", "Cart", str(sample_repo), "--index", str(target)).code == 0
+
+
+# ---- bad input: one line, names the fix, exit 2 ----------------------------------------------
+
+
+def test_missing_path(cli, tmp_path: Path) -> None:
+    assert_one_line_error(cli("search", "x", str(tmp_path / "nope")), "does not exist")
+
+
+def test_file_instead_of_folder(sample_repo: Path, cli) -> None:
+    assert_one_line_error(cli("index", str(sample_repo / "README.md")), "is a file")
+
+
+def test_empty_folder(tmp_path: Path, cli) -> None:
+    (tmp_path / "empty").mkdir()
+    assert_one_line_error(cli("search", "x", str(tmp_path / "empty")), "nothing to index", "empty")
+
+
+def test_folder_with_nothing_indexable(tmp_path: Path, cli) -> None:
+    write_tree(tmp_path, {"a.png": b"\x89PNG\0", "node_modules/x.js": "x", "data.dat": b"\0\0"})
+    assert_one_line_error(cli("index", str(tmp_path)), "nothing to index", "1 binary", ".gitignore")
+
+
+def test_empty_query_and_bad_k(sample_repo: Path, cli) -> None:
+    assert_one_line_error(cli("search", "   ", str(sample_repo)), "empty")
+    assert_one_line_error(cli("search", "cart", str(sample_repo), "-k", "0"), "-k")
+
+
+def test_invalid_utf8_huge_line_and_nul_files_are_indexed_or_skipped_quietly(tmp_path: Path, cli) -> None:
+    write_tree(tmp_path, {
+        "latin1.py": b"def caf\xe9_menu():\n    return 'cr\xe8me'\n",
+        "minified.js": "var a=1;" * 25_000 + "function minifiedNeedle(){}",
+        "nul.py": b"\0binary",
+        "ok.py": "def ordinary():\n    pass\n",
+    })
+    result = cli("index", str(tmp_path), "--json")
+    assert result.code == 0, result.err
+    summary = result.json()
+    assert summary["files_kept"] == 3 and summary["skipped"] == {"binary": 1}
+    hit = cli("search", "minifiedNeedle", str(tmp_path), "--json").json()["hits"][0]
+    assert (hit["path"], hit["start_line"], hit["end_line"]) == ("minified.js", 1, 1)
+    assert len(hit["snippet"]) < 400
+    assert cli("search", "menu", str(tmp_path), "--json").json()["hits"][0]["path"] == "latin1.py"
+
+
+def test_symlink_loop_does_not_hang(tmp_path: Path, cli) -> None:
+    write_tree(tmp_path, {"a/code.py": "def looped(): pass\n"})
+    os.symlink(tmp_path / "a", tmp_path / "a" / "again")
+    result = cli("index", str(tmp_path), "--json", timeout=30)
+    assert result.code == 0 and result.json()["skipped"] == {"symlink-loop": 1}
+
+
+def test_corrupt_index_file(sample_repo: Path, cli, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sqlite"
+    bad.write_bytes(b"this is not a database at all" * 100)
+    assert_one_line_error(cli("search", "cart", str(sample_repo), "--index", str(bad)), "not a SQLite database", "--rebuild")
+    assert cli("index", str(sample_repo), "--index", str(bad), "--rebuild").code == 2  # not ours: left alone
+    assert bad.read_bytes().startswith(b"this is not")
+
+
+def test_corrupt_index_in_the_cache_is_rebuilt_on_request(sample_repo: Path, cli) -> None:
+    path = Settings.from_env().index_path_for(sample_repo.resolve())
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"garbage" * 1000)
+    assert_one_line_error(cli("search", "cart", str(sample_repo)), "--rebuild")
+    assert cli("index", str(sample_repo), "--rebuild").code == 0
+    assert cli("search", "Cart", str(sample_repo)).code == 0
+
+
+def test_foreign_sqlite_file_is_refused_and_untouched(sample_repo: Path, cli, tmp_path: Path) -> None:
+    foreign = tmp_path / "app.db"
+    db = apsw.Connection(str(foreign))
+    db.execute("CREATE TABLE users(id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users(name) VALUES('ada')")
+    db.close()
+    assert_one_line_error(cli("index", str(sample_repo), "--index", str(foreign)), "not a codewhere index")
+    assert_one_line_error(cli("index", str(sample_repo), "--index", str(foreign), "--rebuild"), "not a codewhere index")
+    db = apsw.Connection(str(foreign))
+    assert db.execute("SELECT name FROM users").fetchall() == [("ada",)]
+
+
+def test_second_indexer_fails_cleanly_and_search_still_answers(sample_repo: Path, cli) -> None:
+    assert cli("index", str(sample_repo)).code == 0
+    path = Settings.from_env().index_path_for(sample_repo.resolve())
+    with WriterLock(path, 0):
+        assert_one_line_error(cli("index", str(sample_repo), "--wait", "0.2"), "another codewhere process", "--wait")
+        result = cli("search", "Cart", str(sample_repo), "--json")
+        assert result.code == 0 and result.json()["hits"]
+        assert "searching the index as it stands" in result.err
+
+
+def test_killed_indexer_leaves_a_readable_index(tmp_path: Path, cli) -> None:
+    files = {f"pkg{i % 50}/module_{i}.py": f"def handler_number_{i}(x):\n    return x + {i}\n" * 40 for i in range(4000)}
+    write_tree(tmp_path / "big", files)
+    index_file = tmp_path / "idx.sqlite"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "codewhere", "index", str(tmp_path / "big"), "--index", str(index_file)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not index_file.exists():
+        time.sleep(0.05)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    db = apsw.Connection(str(index_file))
+    assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    db.close()
+    # every stored file has all of its chunks, and the next run completes the index
+    result = cli("index", str(tmp_path / "big"), "--index", str(index_file), "--json")
+    assert result.code == 0, result.err
+    summary = result.json()
+    assert summary["files_kept"] == 4000
+    assert summary["files_added"] + summary["files_unchanged"] == 4000
+    status = cli("status", str(tmp_path / "big"), "--index", str(index_file), "--json").json()
+    assert status["files"] == 4000
+
+
+def test_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "codewhere"
+    assert script.exists()
+    out = subprocess.run([str(script), "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.startswith("codewhere ")

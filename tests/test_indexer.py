@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from codewhere import indexer
+from codewhere.chunk import CHUNKER_VERSION
+from tests.conftest import write_tree
+
+
+def bump_mtime(path: Path) -> None:
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+
+def test_first_index_then_unchanged_refresh_reads_nothing(sample_repo: Path, open_index) -> None:
+    index = open_index(sample_repo)
+    first = index.refresh()
+    assert first.files_added == 8 and first.chunks_written == 8
+    again = index.refresh()
+    assert (again.files_added, again.files_changed, again.files_removed, again.bytes_read) == (0, 0, 0, 0)
+    assert again.files_unchanged == 8
+
+
+def test_touched_but_identical_file_is_read_not_rechunked(sample_repo: Path, open_index) -> None:
+    index = open_index(sample_repo)
+    index.refresh()
+    bump_mtime(sample_repo / "src/lib.rs")
+    report = index.refresh()
+    assert report.bytes_read == (sample_repo / "src/lib.rs").stat().st_size
+    assert report.chunks_written == 0 and report.files_changed == 0
+    assert index.refresh().bytes_read == 0  # the new mtime was recorded
+
+
+def test_edit_delete_and_rename_are_seen(sample_repo: Path, open_index) -> None:
+    index = open_index(sample_repo)
+    index.refresh()
+    cart = sample_repo / "src/shop/cart.py"
+    cart.write_text(cart.read_text() + "\n\ndef apply_voucher_discount(cart, code):\n    return cart\n")
+    bump_mtime(cart)
+    (sample_repo / "src/lib.rs").unlink()
+    (sample_repo / "src/server/router.go").rename(sample_repo / "src/server/routes.go")
+    report = index.refresh()
+    assert (report.files_changed, report.files_removed, report.files_added) == (1, 2, 1)
+    assert [h.path for h in index.search("apply_voucher_discount")][:1] == ["src/shop/cart.py"]
+    assert index.search("RateLimiter") == []
+    assert [h.path for h in index.search("HandleLogin")] == ["src/server/routes.go"]
+
+
+def test_file_turning_binary_leaves_the_index_and_is_not_reread(sample_repo: Path, open_index) -> None:
+    index = open_index(sample_repo)
+    index.refresh()
+    (sample_repo / "src/lib.rs").write_bytes(b"\0\0binary now")
+    report = index.refresh()
+    assert report.skipped["binary"] == 1
+    assert index.search("parse_config") == []
+    again = index.refresh()
+    assert again.bytes_read == 0 and again.skipped["binary"] == 1
+
+
+def test_new_ignore_rule_removes_files_from_the_index(sample_repo: Path, open_index) -> None:
+    index = open_index(sample_repo)
+    index.refresh()
+    (sample_repo / ".codewhereignore").write_text("docs/\n")
+    report = index.refresh()
+    assert report.files_removed == 1
+    assert all(not h.path.startswith("docs/") for h in index.search("charge_credit_card", k=20))
+
+
+def test_chunker_version_change_rechunks_everything(sample_repo: Path, open_index) -> None:
+    index = open_index(sample_repo)
+    index.refresh()
+    with index.store.transaction():
+        index.store.set_meta({"chunker_version": "old"})
+    report = index.refresh()
+    assert report.files_added == 8
+    assert index.store.meta()["chunker_version"] == CHUNKER_VERSION
+
+
+def test_failure_mid_batch_keeps_last_committed_state(sample_repo: Path, open_index, monkeypatch) -> None:
+    index = open_index(sample_repo)
+    index.refresh()
+    before = index.status()
+    for rel in ("src/shop/cart.py", "src/shop/payment.py"):
+        path = sample_repo / rel
+        path.write_text("def replaced_everything():\n    pass\n")
+        bump_mtime(path)
+    real_chunk_file = indexer.chunk_file
+    calls = []
+
+    def failing_chunk_file(record, text):
+        calls.append(record.path)
+        if len(calls) == 2:
+            raise RuntimeError("killed")
+        return real_chunk_file(record, text)
+
+    monkeypatch.setattr(indexer, "chunk_file", failing_chunk_file)
+    with pytest.raises(RuntimeError):
+        index.refresh()
+    after = index.status()
+    assert after.chunks == before.chunks and after.files == before.files
+    assert index.search("replaced_everything") == []
+    assert [h.path for h in index.search("charge_credit_card")][0] == "src/shop/payment.py"
+    monkeypatch.setattr(indexer, "chunk_file", real_chunk_file)
+    assert index.refresh().files_changed == 2
+
+
+def test_unchanged_refresh_of_a_thousand_files_opens_none(tmp_path: Path, open_index) -> None:
+    write_tree(tmp_path, {f"pkg{i % 20}/mod{i}.py": f"def function_{i}():\n    return {i}\n" for i in range(1000)})
+    index = open_index(tmp_path)
+    index.refresh()
+    report = index.refresh()
+    assert report.files_unchanged == 1000 and report.bytes_read == 0

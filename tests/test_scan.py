@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from codewhere.languages import kind_of, language_of
+from codewhere.scan import read_source, scan
+from codewhere.types import FileKind, FileRecord, Skip, SkipReason
+from tests.conftest import write_tree
+
+
+def outcome(root: Path) -> tuple[set[str], dict[str, SkipReason]]:
+    kept, skipped = set(), {}
+    for item in scan(root):
+        if isinstance(item, FileRecord):
+            kept.add(item.path)
+        else:
+            assert isinstance(item, Skip)
+            skipped[item.path] = item.reason
+    return kept, skipped
+
+
+def test_gitignore_at_root_and_nested_levels_with_negation(tmp_path: Path) -> None:
+    write_tree(tmp_path, {
+        ".gitignore": "*.log\ngenerated/\n",
+        "app.py": "x = 1\n", "debug.log": "noise\n", "generated/out.py": "y = 2\n",
+        "pkg/.gitignore": "secret.py\n!keep.log\n",
+        "pkg/secret.py": "z = 3\n", "pkg/keep.log": "kept\n", "pkg/mod.py": "w = 4\n",
+        "other/secret.py": "not ignored here\n",
+    })
+    kept, skipped = outcome(tmp_path)
+    assert kept == {".gitignore", "app.py", "pkg/.gitignore", "pkg/keep.log", "pkg/mod.py", "other/secret.py"}
+    assert skipped["debug.log"] is SkipReason.IGNORED
+    assert skipped["generated/"] is SkipReason.IGNORED
+    assert skipped["pkg/secret.py"] is SkipReason.IGNORED
+
+
+def test_codewhereignore_uses_gitignore_syntax(tmp_path: Path) -> None:
+    write_tree(tmp_path, {".codewhereignore": "fixtures/\n*.snap\n", "a.py": "", "fixtures/big.py": "", "b.snap": ""})
+    kept, skipped = outcome(tmp_path)
+    assert kept == {".codewhereignore", "a.py"}
+    assert skipped == {"fixtures/": SkipReason.IGNORED, "b.snap": SkipReason.IGNORED}
+
+
+def test_git_info_exclude_is_honoured(tmp_path: Path) -> None:
+    write_tree(tmp_path, {".git/info/exclude": "local.py\n", "local.py": "", "main.py": ""})
+    kept, skipped = outcome(tmp_path)
+    assert kept == {"main.py"}
+    assert skipped[".git/"] is SkipReason.BUILTIN_DIR
+
+
+@pytest.mark.parametrize("folder", ["node_modules", "dist", "build", ".git", ".venv", "__pycache__", "target"])
+def test_builtin_folders_are_skipped_without_walking_them(tmp_path: Path, folder: str) -> None:
+    write_tree(tmp_path, {f"{folder}/deep/x.js": "x", "keep.js": "y"})
+    kept, skipped = outcome(tmp_path)
+    assert kept == {"keep.js"}
+    assert skipped == {f"{folder}/": SkipReason.BUILTIN_DIR}
+
+
+@pytest.mark.parametrize("name", ["package-lock.json", "pnpm-lock.yaml", "yarn.lock", "Cargo.lock", "poetry.lock", "go.sum"])
+def test_lockfiles_are_skipped_by_full_name(tmp_path: Path, name: str) -> None:
+    write_tree(tmp_path, {f"sub/{name}": "{}", "sub/lock.json": "{}"})
+    kept, skipped = outcome(tmp_path)
+    assert kept == {"sub/lock.json"}
+    assert skipped == {f"sub/{name}": SkipReason.LOCKFILE}
+
+
+def test_files_over_one_megabyte_are_skipped(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"big.py": "x" * 1_000_001, "edge.py": "x" * 1_000_000})
+    kept, skipped = outcome(tmp_path)
+    assert kept == {"edge.py"}
+    assert skipped == {"big.py": SkipReason.TOO_LARGE}
+
+
+def test_media_files_are_assets_even_without_nul_bytes(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"logo.svg": "<svg></svg>", "pic.PNG": b"\x89PNG\r\n\x1a\n\0\0", "a.py": ""})
+    _, skipped = outcome(tmp_path)
+    assert skipped == {"logo.svg": SkipReason.ASSET, "pic.PNG": SkipReason.ASSET}
+
+
+def test_nul_byte_in_first_512_bytes_means_binary(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"blob.dat": b"abc\0def", "late.txt": b"a" * 600 + b"\0"})
+    assert read_source(tmp_path / "blob.dat") is SkipReason.BINARY
+    source = read_source(tmp_path / "late.txt")
+    assert isinstance(source, tuple)
+
+
+def test_invalid_utf8_is_decoded_with_replacement(tmp_path: Path) -> None:
+    (tmp_path / "latin.py").write_bytes(b"name = 'caf\xe9'\n")
+    data, text = read_source(tmp_path / "latin.py")  # type: ignore[misc]
+    assert text == "name = 'caf\ufffd'\n"
+    assert data == b"name = 'caf\xe9'\n"
+
+
+def test_symlinks_outside_root_looping_broken_and_duplicate_are_skipped(tmp_path: Path) -> None:
+    outside = write_tree(tmp_path / "outside", {"secret.py": "s = 1\n"})
+    root = write_tree(tmp_path / "root", {"pkg/real.py": "r = 1\n"})
+    os.symlink(outside / "secret.py", root / "escape.py")
+    os.symlink(outside, root / "escape_dir")
+    os.symlink(root / "pkg", root / "pkg" / "loop")
+    os.symlink(root / "missing.py", root / "dangling.py")
+    os.symlink(root / "pkg" / "real.py", root / "alias.py")
+    os.symlink(root / "self_a", root / "self_b")
+    os.symlink(root / "self_b", root / "self_a")
+    kept, skipped = outcome(root)
+    assert kept == {"pkg/real.py"}
+    assert skipped == {
+        "escape.py": SkipReason.SYMLINK_OUTSIDE_ROOT,
+        "escape_dir": SkipReason.SYMLINK_OUTSIDE_ROOT,
+        "pkg/loop": SkipReason.SYMLINK_LOOP,
+        "dangling.py": SkipReason.BROKEN_SYMLINK,
+        "alias.py": SkipReason.SYMLINK_DUPLICATE,
+        "self_a": SkipReason.SYMLINK_LOOP,
+        "self_b": SkipReason.SYMLINK_LOOP,
+    }
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_unreadable_folder_is_counted_not_fatal(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"locked/a.py": "", "b.py": ""})
+    (tmp_path / "locked").chmod(0)
+    try:
+        kept, skipped = outcome(tmp_path)
+    finally:
+        (tmp_path / "locked").chmod(0o755)
+    assert kept == {"b.py"}
+    assert skipped == {"locked/": SkipReason.UNREADABLE}
+
+
+def test_unreadable_file_is_a_skip(tmp_path: Path) -> None:
+    assert read_source(tmp_path / "gone.py") is SkipReason.UNREADABLE
+
+
+def test_fifo_is_not_a_regular_file(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    _, skipped = outcome(tmp_path)
+    assert skipped == {"pipe": SkipReason.NOT_REGULAR}
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [
+        ("src/requests/models.py", FileKind.CODE),
+        ("tests/test_models.py", FileKind.TEST),
+        ("pkg/test_utils.py", FileKind.TEST),
+        ("pkg/utils_test.py", FileKind.TEST),
+        ("conftest.py", FileKind.TEST),
+        ("web/app.spec.ts", FileKind.TEST),
+        ("web/app.test.jsx", FileKind.TEST),
+        ("web/__tests__/app.js", FileKind.TEST),
+        ("server/handler_test.go", FileKind.TEST),
+        ("src/test/java/com/x/FooTest.java", FileKind.TEST),
+        ("src/main/java/com/x/FooTests.java", FileKind.TEST),
+        ("src/main/java/com/x/Foo.java", FileKind.CODE),
+        ("crate/tests/integration.rs", FileKind.TEST),
+        ("crate/src/lib.rs", FileKind.CODE),
+        ("spec/models/user_spec.rb", FileKind.TEST),
+        ("docs/conf.py", FileKind.DOCS),
+        ("docs/index.rst", FileKind.DOCS),
+        ("README.md", FileKind.DOCS),
+        ("HISTORY.md", FileKind.DOCS),
+        ("CHANGELOG", FileKind.DOCS),
+        ("CHANGELOG.rst", FileKind.DOCS),
+        ("LICENSE", FileKind.DOCS),
+        ("notes.txt", FileKind.DOCS),
+        ("pyproject.toml", FileKind.CONFIG),
+        ("package.json", FileKind.CONFIG),
+        (".github/workflows/ci.yml", FileKind.CONFIG),
+        ("Makefile", FileKind.CONFIG),
+        ("setup.cfg", FileKind.CONFIG),
+        (".coveragerc", FileKind.CONFIG),
+    ],
+)
+def test_kind_rules_cover_common_layouts(path: str, kind: FileKind) -> None:
+    assert kind_of(path, language_of(path)) is kind
+
+
+@pytest.mark.parametrize(
+    ("path", "language"),
+    [("a.py", "python"), ("a.tsx", "tsx"), ("a.ts", "typescript"), ("a.go", "go"), ("a.rs", "rust"),
+     ("A.java", "java"), ("Makefile", "make"), ("a.unknownext", ""), ("a.H", "c")],
+)
+def test_language_from_extension_or_name(path: str, language: str) -> None:
+    assert language_of(path) == language

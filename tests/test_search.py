@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codewhere.errors import QueryError
+from codewhere.search.fuse import rrf
+from codewhere.search.keyword import fts_match
+from tests.conftest import write_tree
+
+
+@pytest.mark.parametrize(
+    ("query", "path"),
+    [
+        ("charge_credit_card", "src/shop/payment.py"),
+        ("chargeCreditCard", "src/shop/payment.py"),
+        ("getUserById", "src/web/handlers.ts"),
+        ("get_user_by_id", "src/web/handlers.ts"),
+        ("HandleLogin", "src/server/router.go"),
+        ("RateLimiter", "src/lib.rs"),
+        ("parse_config", "src/lib.rs"),
+        ("Cart.add_item", "src/shop/cart.py"),
+        ("SessionStore", "src/web/handlers.ts"),
+    ],
+)
+def test_identifier_query_ranks_its_definition_first(sample_repo: Path, open_index, query: str, path: str) -> None:
+    index = open_index(sample_repo)
+    index.refresh()
+    hits = index.search(query)
+    assert hits[0].path == path
+    assert hits[0].why.get("definition") == 1
+
+
+def test_definition_outranks_files_that_mention_the_name_more(tmp_path: Path, open_index) -> None:
+    mentions = "\n".join(f"    retry_with_backoff(job{i})  # retry_with_backoff again" for i in range(30))
+    write_tree(tmp_path, {
+        "src/a_user.py": f"def run_all():\n{mentions}\n",
+        "src/z_retry.py": "def retry_with_backoff(job):\n    return job()\n",
+    })
+    index = open_index(tmp_path)
+    index.refresh()
+    hits = index.search("retry_with_backoff")
+    assert [h.path for h in hits] == ["src/z_retry.py", "src/a_user.py"]
+
+
+def test_plain_language_query_matches_split_identifiers(sample_repo: Path, open_index) -> None:
+    index = open_index(sample_repo)
+    index.refresh()
+    assert index.search("total price of the cart")[0].path == "src/shop/cart.py"
+    assert index.search("refund a payment", exclude_tests=True, exclude_docs=True)[0].path == "src/shop/payment.py"
+
+
+def test_scope_and_kind_filters(sample_repo: Path, open_index) -> None:
+    index = open_index(sample_repo)
+    index.refresh()
+    everywhere = {h.path for h in index.search("charge_credit_card", k=20)}
+    assert everywhere == {"src/shop/payment.py", "tests/test_payment.py", "docs/guide.md"}
+    assert {h.path for h in index.search("charge_credit_card", scopes=["./src/"])} == {"src/shop/payment.py"}
+    assert {h.path for h in index.search("charge_credit_card", scopes=[str(sample_repo / "tests")])} == {"tests/test_payment.py"}
+    assert {h.path for h in index.search("charge_credit_card", scopes=["docs/guide.md"])} == {"docs/guide.md"}
+    assert {h.path for h in index.search("charge_credit_card", k=20, exclude_tests=True)} == {"src/shop/payment.py", "docs/guide.md"}
+    assert {h.path for h in index.search("charge_credit_card", k=20, exclude_docs=True)} == {"src/shop/payment.py", "tests/test_payment.py"}
+
+
+def test_scope_prefix_is_a_folder_not_a_string_prefix(tmp_path: Path, open_index) -> None:
+    write_tree(tmp_path, {"src/a.py": "def unique_name(): pass\n", "srcx/b.py": "def unique_name(): pass\n", "s_c/c.py": "unique_name()\n"})
+    index = open_index(tmp_path)
+    index.refresh()
+    assert {h.path for h in index.search("unique_name", scopes=["src"])} == {"src/a.py"}
+    assert {h.path for h in index.search("unique_name", scopes=["s%c"])} == set()
+
+
+def test_scope_outside_root_is_a_query_error(sample_repo: Path, open_index, tmp_path: Path) -> None:
+    index = open_index(sample_repo)
+    index.refresh()
+    with pytest.raises(QueryError):
+        index.search("cart", scopes=[str(tmp_path / "elsewhere")])
+
+
+@pytest.mark.parametrize("query", ['"unbalanced', "AND OR NOT", "a*b:c^d", "NEAR(x y)", "col:value -x +y", "()", "'; DROP TABLE chunks;--"])
+def test_fts_syntax_in_user_text_never_crashes(sample_repo: Path, open_index, query: str) -> None:
+    index = open_index(sample_repo)
+    index.refresh()
+    index.search(query)  # no exception; results may be empty
+
+
+def test_fts_match_quotes_every_term() -> None:
+    assert fts_match(["send", "or"]) == '"send" OR "or"'
+
+
+def test_rrf_is_rank_based_with_k_60_and_top_30() -> None:
+    fused = rrf({"keyword": [1, 2, 3], "semantic": [3, 4]})
+    scores = {cid: score for cid, score, _ in fused}
+    assert scores[3] == pytest.approx(1 / 63 + 1 / 61)
+    assert scores[1] == pytest.approx(1 / 61)
+    assert [cid for cid, _, _ in fused] == [3, 1, 2, 4]  # 2 and 4 tie at 1/62: first seen first
+    assert fused[0][2] == {"keyword": 3, "semantic": 1}
+    deep = rrf({"a": list(range(100))})
+    assert len(deep) == 30

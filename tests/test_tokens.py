@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import pytest
+
+from codewhere.defs import find_definitions
+from codewhere.tokens import identifier_name, index_tokens, is_identifier_query, query_terms, split_identifier
+
+
+@pytest.mark.parametrize(
+    ("word", "parts"),
+    [
+        ("should_strip_auth", ["should", "strip", "auth"]),
+        ("shouldStripAuth", ["should", "strip", "auth"]),
+        ("ShouldStripAuth", ["should", "strip", "auth"]),
+        ("HTTPAdapter", ["http", "adapter"]),
+        ("parseHTTPResponse2", ["parse", "http", "response", "2"]),
+        ("kebab-case-name", ["kebab", "case", "name"]),
+        ("__init__", ["init"]),
+    ],
+)
+def test_split_identifier(word: str, parts: list[str]) -> None:
+    assert split_identifier(word) == parts
+
+
+def test_compound_is_kept_beside_its_parts() -> None:
+    assert index_tokens("should_strip_auth") == "shouldstripauth should strip auth"
+    assert index_tokens("shouldStripAuth") == "shouldstripauth should strip auth"
+    assert index_tokens("HTTPAdapter") == "httpadapter http adapter"
+    assert index_tokens("self.session.send") == "self session send"
+
+
+def test_tokens_cover_dots_dashes_and_unicode() -> None:
+    assert index_tokens("os.path-join") == "os pathjoin path join"
+    assert index_tokens("café_naïve") == "cafénaïve café naïve"
+
+
+def test_very_long_runs_are_not_tokens() -> None:
+    assert index_tokens("a" * 65 + " ok") == "ok"
+
+
+def test_query_terms_drop_stop_words_unless_nothing_is_left() -> None:
+    assert query_terms("don't send the password to another site after a redirect") == [
+        "send", "password", "another", "site", "redirect",
+    ]
+    assert query_terms("the") == ["the"]
+    assert query_terms("raise_for_status") == ["raiseforstatus", "raise", "status"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("raise_for_status", True), ("Foo::bar", True), ("getUserById", True), ("Session.send", True),
+        ("UnrewindableBodyError", True), ("send()", True), ("redirect", False), ("Redirect", False),
+        ("skip the proxy", False), ("what is foo_bar", False),
+    ],
+)
+def test_identifier_queries(query: str, expected: bool) -> None:
+    assert is_identifier_query(query) is expected
+
+
+def test_identifier_name_is_the_last_segment_compound() -> None:
+    assert identifier_name("Session.resolve_redirects") == "resolveredirects"
+    assert identifier_name("Foo::barBaz()") == "barbaz"
+
+
+def test_definitions_across_languages() -> None:
+    source = """class Foo(Bar):
+    def should_strip_auth(self, a):
+        if (x) {
+func (s *Srv) Handle(w http.ResponseWriter) {
+export const useThing = (a) => a
+pub fn parse_it<T>(x: T) -> u8 {
+public static int computeSum(int a, int b) {
+deploy() {
+#define MAX_SIZE 10
+while (running) {
+"""
+    assert find_definitions(source) == [
+        (1, "foo"), (2, "shouldstripauth"), (4, "handle"), (5, "usething"), (6, "parseit"),
+        (7, "computesum"), (8, "deploy"), (9, "maxsize"),
+    ]
