@@ -75,6 +75,9 @@ deploy() {
 #define MAX_SIZE 10
 while (running) {
 """
+    in_python = {name for _, name in find_definitions(source, "python")}
+    assert {"foo", "shouldstripauth"} <= in_python and not in_python & {"usething", "computesum", "deploy"}
+    assert find_definitions(source, "markdown") == []
     assert find_definitions(source) == [
         (1, "foo"), (2, "shouldstripauth"), (4, "handle"), (5, "usething"), (6, "parseit"),
         (7, "computesum"), (8, "deploy"), (9, "maxsize"),

@@ -65,7 +65,7 @@ def embed_text_for(path: str, body: str) -> str:
 
 
 def chunk_file(record: FileRecord, text: str) -> list[Chunk]:
-    definitions = find_definitions(text)
+    definitions = find_definitions(text, record.language)
     chunks: list[Chunk] = []
     for start, end, body in line_windows(text):
         defines = tuple(dict.fromkeys(name for line, name in definitions if start <= line <= end))

@@ -1,4 +1,4 @@
-"""Which names a piece of source defines, by regular expression.
+"""Which names a piece of source defines, by regular expression over single lines.
 
 A stopgap that needs no grammar: it lets a raw identifier find its definition in any language.
 Tree-sitter symbols (parse/) take over where a grammar exists; this stays for the rest.
@@ -11,36 +11,61 @@ import re
 from codewhere.tokens import compound
 
 _KEYWORDS = frozenset(
-    "if for while switch catch return sizeof new else do try with match elif except function".split()
+    "if for while switch catch return sizeof new else do try with match elif except function case".split()
 )
 
-_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.MULTILINE)
-    for p in (
-        # def / class / fn / func / fun / struct / trait / interface / enum / module ... NAME
-        r"^\s*(?:(?:export|default|pub(?:\([^)]*\))?|public|private|protected|internal|static|final"
-        r"|abstract|sealed|open|async|unsafe|extern|inline|virtual|override|data|case|partial)\s+)*"
-        r"(?:def|class|fn|func|fun|function\*?|struct|trait|interface|enum|module|object|record|protocol"
-        r"|extension|type|union|impl|mod|namespace|macro_rules!)\s+(?:self\.|\([^)]*\)\s*)?([A-Za-z_$][\w$]*[?!]?)",
-        # const NAME = (...) => / function / class   (JS/TS)
-        r"^\s*(?:export\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=]*)?=\s*(?:async\s+)?(?:function|class|\(|[A-Za-z_$][\w$]*\s*=>)",
-        # C, C++, Java, C# functions and methods: a type, then NAME( at line start, no `;` before `{`
-        r"^[ \t]*(?:[\w:<>,\*&\[\]]+[ \t]+)+\**([A-Za-z_]\w*)[ \t]*\([^;{}]*\)[^;{}]*\{",
-        # shell: name() {   and   #define NAME
-        r"^\s*([A-Za-z_][\w\-]*)\s*\(\)\s*\{",
-        r"^\s*#\s*define\s+([A-Za-z_]\w*)",
-    )
+_MODIFIERS = (
+    r"(?:(?:export|default|pub(?:\([^)]*\))?|public|private|protected|internal|static|final|abstract"
+    r"|sealed|open|async|unsafe|extern|inline|virtual|override|data|case|partial|const|declare)\s+)*"
 )
+_NAME = r"([A-Za-z_$][\w$]*[?!]?)"
+
+_KEYWORD_DEF = re.compile(
+    r"\s*" + _MODIFIERS + r"(?:def|class|fn|func|fun|function\*?|struct|trait|interface|enum|module|object"
+    r"|record|protocol|extension|type|union|impl|mod|namespace|macro_rules!)\s+(?:self\.|\([^)]*\)\s*)?" + _NAME
+)
+_JS_ASSIGNED = re.compile(
+    r"\s*(?:export\s+)?(?:const|let|var)\s+" + _NAME
+    + r"\s*(?::[^=]*)?=\s*(?:async\s+)?(?:function|class|\(|[A-Za-z_$][\w$]*\s*=>)"
+)
+_JS_METHOD = re.compile(r"\s+(?:async\s+|static\s+|get\s+|set\s+)*" + _NAME + r"\s*\([^()]*\)\s*\{")
+# A return type, then NAME( ... ) and an opening brace or the end of the line (C, C++, Java, C#).
+_TYPED_FUNCTION = re.compile(r"\s*(?:[\w:<>,*&\[\]]+\s+)+?[*&]*([A-Za-z_]\w*)\s*\([^;{}]*\)[^;{}]*(?:\{\s*)?$")
+_SHELL_FUNCTION = re.compile(r"\s*(?:function\s+)?([A-Za-z_][\w\-]*)\s*\(\)\s*\{?")
+_C_DEFINE = re.compile(r"\s*#\s*define\s+([A-Za-z_]\w*)")
+
+_BY_LANGUAGE: dict[str, tuple[re.Pattern[str], ...]] = {
+    "python": (_KEYWORD_DEF,),
+    "cython": (_KEYWORD_DEF,),
+    "ruby": (_KEYWORD_DEF,),
+    "go": (_KEYWORD_DEF,),
+    "rust": (_KEYWORD_DEF,),
+    "javascript": (_KEYWORD_DEF, _JS_ASSIGNED, _JS_METHOD),
+    "typescript": (_KEYWORD_DEF, _JS_ASSIGNED, _JS_METHOD),
+    "tsx": (_KEYWORD_DEF, _JS_ASSIGNED, _JS_METHOD),
+    "c": (_KEYWORD_DEF, _TYPED_FUNCTION, _C_DEFINE),
+    "cpp": (_KEYWORD_DEF, _TYPED_FUNCTION, _C_DEFINE),
+    "objc": (_KEYWORD_DEF, _TYPED_FUNCTION, _C_DEFINE),
+    "bash": (_SHELL_FUNCTION,),
+    "markdown": (), "rst": (), "text": (), "json": (), "yaml": (), "toml": (), "xml": (), "html": (),
+    "css": (), "ini": (),
+}
+_ANY_LANGUAGE = (_KEYWORD_DEF, _JS_ASSIGNED, _TYPED_FUNCTION, _SHELL_FUNCTION, _C_DEFINE)
+MAX_LINE_CHARS = 500  # longer lines are data or minified code, not definitions
 
 
-def find_definitions(text: str) -> list[tuple[int, str]]:
-    """(1-based line, compound name) of each definition found."""
-    found: dict[tuple[int, str], None] = {}
-    for pattern in _PATTERNS:
-        for match in pattern.finditer(text):
-            name = match.group(1)
-            if name in _KEYWORDS:
-                continue
-            line = text.count("\n", 0, match.start(1)) + 1
-            found[(line, compound(name.rstrip("?!")))] = None
-    return sorted(found)
+def find_definitions(text: str, language: str = "") -> list[tuple[int, str]]:
+    """(1-based line, compound name) of each definition found, in line order."""
+    patterns = _BY_LANGUAGE.get(language, _ANY_LANGUAGE)
+    if not patterns:
+        return []
+    found: list[tuple[int, str]] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if len(line) > MAX_LINE_CHARS or not line.strip():
+            continue
+        for pattern in patterns:
+            match = pattern.match(line)
+            if match and match.group(1) not in _KEYWORDS:
+                found.append((number, compound(match.group(1).rstrip("?!"))))
+                break
+    return found

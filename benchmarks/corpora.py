@@ -1,0 +1,65 @@
+"""Benchmark corpora, fetched at run time into a cache outside the repository, never committed.
+
+A corpus comes from a local git checkout or bare mirror at a pinned ref (`git archive`), or from
+PyPI as an sdist (`pip download --no-binary :all:`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import platformdirs
+
+CACHE = Path(os.environ.get("CODEWHERE_BENCH_CACHE") or platformdirs.user_cache_dir("codewhere-bench"))
+
+
+def from_git(mirror: str | Path, ref: str, name: str) -> Path:
+    """Export `ref` of a git repository (bare or not) into the cache; reused when present."""
+    target = CACHE / "git" / f"{name}-{ref}"
+    if not target.exists():
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "-C", str(mirror), "archive", ref], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+        tmp.rename(target)
+    return target
+
+
+def from_sdist(package: str, version: str) -> Path:
+    """Download and unpack an sdist from PyPI into the cache; reused when present."""
+    base = CACHE / "sdist"
+    target = base / f"{package}-{version}"
+    if target.exists():
+        return target
+    download = base / "downloads"
+    download.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
+         f"{package}=={version}", "-d", str(download)],
+        check=True,
+    )
+    archives = [p for p in download.iterdir() if p.name.lower().replace("_", "-").startswith(f"{package.lower()}-{version}")]
+    if not archives:
+        raise SystemExit(f"no sdist for {package}=={version} in {download}")
+    archive = archives[0]
+    unpacked = base / "unpack"
+    if archive.suffix == ".zip":
+        zipfile.ZipFile(archive).extractall(unpacked)
+    else:
+        with tarfile.open(archive) as tar:
+            tar.extractall(unpacked, filter="data")
+    inner = next(p for p in unpacked.iterdir() if p.name.lower().replace("_", "-").startswith(f"{package.lower()}-{version}"))
+    inner.rename(target)
+    return target
+
+
+def requests_corpus(mirror: str | None) -> Path:
+    """psf/requests v2.32.3: the git tag where a mirror is given (the study's 129 files), else the sdist."""
+    if mirror:
+        return from_git(mirror, "v2.32.3", "requests")
+    return from_sdist("requests", "2.32.3")
