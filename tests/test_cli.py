@@ -12,7 +12,7 @@ import apsw
 import pytest
 
 from codewhere.config import Settings
-from codewhere.store.lock import WriterLock
+from codewhere.locks import index_writer_lock
 from tests.conftest import write_tree
 
 
@@ -172,7 +172,7 @@ def test_foreign_sqlite_file_is_refused_and_untouched(sample_repo: Path, cli, tm
 def test_second_indexer_fails_cleanly_and_search_still_answers(sample_repo: Path, cli) -> None:
     assert cli("index", str(sample_repo)).code == 0
     path = Settings.from_env().index_path_for(sample_repo.resolve())
-    with WriterLock(path, 0):
+    with index_writer_lock(path, 0):
         assert_one_line_error(cli("index", str(sample_repo), "--wait", "0.2"), "another codewhere process", "--wait")
         result = cli("search", "Cart", str(sample_repo), "--json")
         assert result.code == 0 and result.json()["hits"]

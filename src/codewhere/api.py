@@ -13,7 +13,7 @@ from codewhere.errors import IndexBusyError, IndexFileError, PathError, QueryErr
 from codewhere.indexer import IndexReport, Progress
 from codewhere.search import engine
 from codewhere.store import SqliteStore, StoreStats
-from codewhere.store.lock import WriterLock
+from codewhere.locks import index_writer_lock
 from codewhere.types import FileKind, Filters, Hit, Mode
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ class Index:
     def refresh(self, progress: Progress | None = None, wait_seconds: float | None = None) -> IndexReport:
         """Bring the index up to date; waits for another indexer up to `wait_seconds`."""
         wait = self.settings.lock_wait_seconds if wait_seconds is None else wait_seconds
-        with WriterLock(self.store.path, wait):
+        with index_writer_lock(self.store.path, wait):
             report = indexer.refresh(self.root, self.store, progress)
         if report.files_kept == 0:
             skipped = ", ".join(f"{n} {reason}" for reason, n in report.skipped.most_common()) or "the folder is empty"

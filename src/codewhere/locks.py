@@ -1,4 +1,4 @@
-"""One writer per index file, across processes: an advisory lock on a file beside the index."""
+"""Advisory file locks across processes: one index writer, one default-model build."""
 
 from __future__ import annotations
 
@@ -6,19 +6,20 @@ import fcntl
 import os
 import time
 from pathlib import Path
-from types import TracebackType
 
 from codewhere.errors import IndexBusyError
 
 
-class WriterLock:
-    def __init__(self, index_path: Path, wait_seconds: float) -> None:
-        self.path = index_path.with_name(index_path.name + ".lock")
+class FileLock:
+    def __init__(self, path: Path, wait_seconds: float, what: str) -> None:
+        self.path = path
         self.wait_seconds = wait_seconds
+        self.what = what
         self._fd: int | None = None
 
     def acquire(self) -> bool:
         """Wait up to `wait_seconds`; False if another process still holds the lock."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + self.wait_seconds
         while True:
@@ -38,13 +39,17 @@ class WriterLock:
             os.close(self._fd)
             self._fd = None
 
-    def __enter__(self) -> WriterLock:
+    def __enter__(self) -> FileLock:
         if not self.acquire():
             raise IndexBusyError(
-                f"another codewhere process is indexing {self.path.with_suffix('')}",
+                f"another codewhere process holds {self.what}",
                 "wait for it to finish, or pass --wait SECONDS to wait longer",
             )
         return self
 
-    def __exit__(self, *exc: object | TracebackType) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def index_writer_lock(index_path: Path, wait_seconds: float) -> FileLock:
+    return FileLock(index_path.with_name(index_path.name + ".lock"), wait_seconds, f"the index {index_path} (indexing)")

@@ -1,0 +1,46 @@
+"""Turn a model name into an Embedder: the built-in default, a local folder, or a Hugging Face id."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
+from codewhere.embed import distill
+from codewhere.embed.base import Embedder
+from codewhere.embed.static import load_folder, load_hub
+from codewhere.errors import ModelError
+from codewhere.locks import FileLock
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "default"
+BuildProgress = Callable[[int, int], None]
+
+
+def default_model_folder(cache_dir: Path) -> Path:
+    return cache_dir / "models" / distill.RECIPE_VERSION
+
+
+def ensure_default_model(cache_dir: Path, progress: BuildProgress | None = None) -> Path:
+    """Build the default model once per cache dir; concurrent first runs build it once."""
+    folder = default_model_folder(cache_dir)
+    if (folder / "model.safetensors").exists():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(folder.with_name(folder.name + ".lock"), wait_seconds=600, what="the default model build"):
+        if not (folder / "model.safetensors").exists():
+            log.warning("building the default embedding model from all-MiniLM-L6-v2 — once, about 30 s, offline")
+            distill.build_static_model(folder, progress)
+    return folder
+
+
+def load_embedder(name: str, cache_dir: Path, progress: BuildProgress | None = None) -> Embedder:
+    if name == DEFAULT_MODEL:
+        return load_folder(ensure_default_model(cache_dir, progress), DEFAULT_MODEL)
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return load_folder(path, str(path.resolve()))
+    if path.exists() or name.startswith((".", "/", "~")):
+        raise ModelError(f"model folder {name} not found or not a folder", "pass a model2vec folder or a Hugging Face id")
+    return load_hub(name)
