@@ -14,11 +14,21 @@ from codewhere.api import Index
 from codewhere.config import Settings
 
 
+@pytest.fixture(scope="session")
+def shared_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default model is built once per test session (about 30 s), then shared."""
+    return tmp_path_factory.mktemp("models")
+
+
 @pytest.fixture(autouse=True)
-def isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, shared_models_dir: Path
+) -> Path:
     """Every test gets its own cache dir, so no test sees another's index."""
     cache = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("CODEWHERE_CACHE_DIR", str(cache))
+    monkeypatch.setenv("CODEWHERE_MODELS_DIR", str(shared_models_dir))
+    monkeypatch.delenv("CODEWHERE_MODEL", raising=False)
     return cache
 
 

@@ -50,9 +50,11 @@ def test_search_json_schema(sample_repo: Path, cli) -> None:
 
 
 def test_no_hit_exits_1(sample_repo: Path, cli) -> None:
-    result = cli("search", "zzqqxxnothing", str(sample_repo), "--json")
+    result = cli("search", "zzqqxxnothing", str(sample_repo), "--json", "--mode", "keyword")
     assert result.code == 1
     assert result.json()["hits"] == []
+    # vectors always have nearest neighbours, so hybrid finds nothing only where nothing is in scope
+    assert cli("search", "cart", str(sample_repo), "--scope", "no/such/dir").code == 1
 
 
 def test_search_defaults_to_the_current_folder_and_refreshes_it(sample_repo: Path, cli) -> None:
@@ -74,7 +76,7 @@ def test_index_summary_and_status(sample_repo: Path, cli) -> None:
     text = cli("index", str(sample_repo))
     assert "files: 8 kept" in text.out and "skipped: 2 (asset 1, lockfile 1)" in text.out
     status = cli("status", str(sample_repo), "--json").json()
-    assert status["files"] == 8 and status["chunks"] == 8 and status["meta"]["schema_version"] == "1"
+    assert status["files"] == 8 and status["chunks"] == 8 and status["meta"]["schema_version"] == "2"
 
 
 def test_nothing_is_written_inside_the_indexed_folder(sample_repo: Path, cli, isolated_cache: Path) -> None:

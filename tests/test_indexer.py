@@ -45,8 +45,8 @@ def test_edit_delete_and_rename_are_seen(sample_repo: Path, open_index) -> None:
     report = index.refresh()
     assert (report.files_changed, report.files_removed, report.files_added) == (1, 2, 1)
     assert [h.path for h in index.search("apply_voucher_discount")][:1] == ["src/shop/cart.py"]
-    assert index.search("RateLimiter") == []
-    assert [h.path for h in index.search("HandleLogin")] == ["src/server/routes.go"]
+    assert index.search("RateLimiter", mode="keyword") == []
+    assert [h.path for h in index.search("HandleLogin", mode="keyword")] == ["src/server/routes.go"]
 
 
 def test_file_turning_binary_leaves_the_index_and_is_not_reread(sample_repo: Path, open_index) -> None:
@@ -55,7 +55,7 @@ def test_file_turning_binary_leaves_the_index_and_is_not_reread(sample_repo: Pat
     (sample_repo / "src/lib.rs").write_bytes(b"\0\0binary now")
     report = index.refresh()
     assert report.skipped["binary"] == 1
-    assert index.search("parse_config") == []
+    assert index.search("parse_config", mode="keyword") == []
     again = index.refresh()
     assert again.bytes_read == 0 and again.skipped["binary"] == 1
 
@@ -101,7 +101,7 @@ def test_failure_mid_batch_keeps_last_committed_state(sample_repo: Path, open_in
         index.refresh()
     after = index.status()
     assert after.chunks == before.chunks and after.files == before.files
-    assert index.search("replaced_everything") == []
+    assert index.search("replaced_everything", mode="keyword") == []
     assert [h.path for h in index.search("charge_credit_card")][0] == "src/shop/payment.py"
     monkeypatch.setattr(indexer, "chunk_file", real_chunk_file)
     assert index.refresh().files_changed == 2

@@ -54,13 +54,13 @@ def test_plain_language_query_matches_split_identifiers(sample_repo: Path, open_
 def test_scope_and_kind_filters(sample_repo: Path, open_index) -> None:
     index = open_index(sample_repo)
     index.refresh()
-    everywhere = {h.path for h in index.search("charge_credit_card", k=20)}
+    everywhere = {h.path for h in index.search("charge_credit_card", k=20, mode="keyword")}
     assert everywhere == {"src/shop/payment.py", "tests/test_payment.py", "docs/guide.md"}
-    assert {h.path for h in index.search("charge_credit_card", scopes=["./src/"])} == {"src/shop/payment.py"}
-    assert {h.path for h in index.search("charge_credit_card", scopes=[str(sample_repo / "tests")])} == {"tests/test_payment.py"}
-    assert {h.path for h in index.search("charge_credit_card", scopes=["docs/guide.md"])} == {"docs/guide.md"}
-    assert {h.path for h in index.search("charge_credit_card", k=20, exclude_tests=True)} == {"src/shop/payment.py", "docs/guide.md"}
-    assert {h.path for h in index.search("charge_credit_card", k=20, exclude_docs=True)} == {"src/shop/payment.py", "tests/test_payment.py"}
+    assert {h.path for h in index.search("charge_credit_card", mode="keyword", scopes=["./src/"])} == {"src/shop/payment.py"}
+    assert {h.path for h in index.search("charge_credit_card", mode="keyword", scopes=[str(sample_repo / "tests")])} == {"tests/test_payment.py"}
+    assert {h.path for h in index.search("charge_credit_card", mode="keyword", scopes=["docs/guide.md"])} == {"docs/guide.md"}
+    assert {h.path for h in index.search("charge_credit_card", k=20, mode="keyword", exclude_tests=True)} == {"src/shop/payment.py", "docs/guide.md"}
+    assert {h.path for h in index.search("charge_credit_card", k=20, mode="keyword", exclude_docs=True)} == {"src/shop/payment.py", "tests/test_payment.py"}
 
 
 def test_scope_prefix_is_a_folder_not_a_string_prefix(tmp_path: Path, open_index) -> None:
@@ -69,6 +69,7 @@ def test_scope_prefix_is_a_folder_not_a_string_prefix(tmp_path: Path, open_index
     index.refresh()
     assert {h.path for h in index.search("unique_name", scopes=["src"])} == {"src/a.py"}
     assert {h.path for h in index.search("unique_name", scopes=["s%c"])} == set()
+    assert {h.path for h in index.search("unique_name", scopes=["src"], mode="semantic")} == {"src/a.py"}
 
 
 def test_scope_outside_root_is_a_query_error(sample_repo: Path, open_index, tmp_path: Path) -> None:

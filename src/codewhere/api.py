@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Self
 
 from codewhere import indexer
 from codewhere.config import Settings
-from codewhere.errors import IndexBusyError, IndexFileError, PathError, QueryError
+from codewhere.embed import Embedder
+from codewhere.embed.registry import DEFAULT_MODEL, BuildProgress, load_embedder
+from codewhere.errors import IndexBusyError, IndexFileError, ModelError, PathError, QueryError
 from codewhere.indexer import IndexReport, Progress
 from codewhere.search import engine
 from codewhere.store import SqliteStore, StoreStats
@@ -45,10 +48,14 @@ def normalise_scope(root: Path, scope: str) -> str:
 class Index:
     """An indexed folder: refresh it, search it, describe it."""
 
-    def __init__(self, root: Path, store: SqliteStore, settings: Settings) -> None:
+    def __init__(
+        self, root: Path, store: SqliteStore, settings: Settings, embedder: Embedder | None = None
+    ) -> None:
         self.root = root
         self.store = store
         self.settings = settings
+        self._embedder = embedder
+        self.model_build_progress: BuildProgress | None = None
 
     @classmethod
     def open(
@@ -57,15 +64,24 @@ class Index:
         index_path: str | os.PathLike[str] | None = None,
         settings: Settings | None = None,
         rebuild: bool = False,
+        model: str | None = None,
+        embedder: Embedder | None = None,
     ) -> Self:
+        """Open (or create) the index of `path`.
+
+        `model` names the embedding model (default: CODEWHERE_MODEL, else the index's own model,
+        else the built-in default); `embedder` hands in a ready one instead (tests, API users).
+        """
         settings = settings or Settings.from_env()
+        if model:
+            settings = replace(settings, model=model)
         root = resolve_root(path)
         file = Path(index_path).expanduser().resolve() if index_path else settings.index_path_for(root)
         if file.is_relative_to(root) and not index_path:
             raise IndexFileError(f"the cache dir {settings.cache_dir} is inside {root}", "set CODEWHERE_CACHE_DIR elsewhere")
         if rebuild:
             cls._delete_index(file, settings)
-        return cls(root, SqliteStore.open(file), settings)
+        return cls(root, SqliteStore.open(file), settings, embedder)
 
     @staticmethod
     def _delete_index(file: Path, settings: Settings) -> None:
@@ -85,13 +101,43 @@ class Index:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # ---- the model -----------------------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        recorded = self.store.model()
+        return self.settings.model or (recorded.id if recorded else DEFAULT_MODEL)
+
+    def embedder(self) -> Embedder:
+        """The embedding model, loaded once, and refused if the index was built with another."""
+        if self._embedder is None:
+            self._embedder = load_embedder(self.model_name, self.settings.model_cache, self.model_build_progress)
+        self._check_model(self._embedder)
+        return self._embedder
+
+    def _check_model(self, embedder: Embedder) -> None:
+        recorded, wanted = self.store.model(), embedder.info
+        if recorded is None or (recorded.fingerprint, recorded.dim) == (wanted.fingerprint, wanted.dim):
+            return
+        raise ModelError(
+            f"this index was built with model {recorded.id!r} ({recorded.dim} dims) but {wanted.id!r} "
+            f"({wanted.dim} dims) was asked for",
+            f"pass --model {recorded.id}, or run `codewhere index --rebuild --model {wanted.id}`",
+        )
+
     # ---- indexing ------------------------------------------------------------------------
 
-    def refresh(self, progress: Progress | None = None, wait_seconds: float | None = None) -> IndexReport:
-        """Bring the index up to date; waits for another indexer up to `wait_seconds`."""
+    def refresh(
+        self, progress: Progress | None = None, wait_seconds: float | None = None, vectors: bool = True
+    ) -> IndexReport:
+        """Bring the index up to date (and its vectors, unless `vectors` is False); waits for
+        another indexer up to `wait_seconds`."""
         wait = self.settings.lock_wait_seconds if wait_seconds is None else wait_seconds
+        embedder = self.embedder() if vectors else None
         with index_writer_lock(self.store.path, wait):
-            report = indexer.refresh(self.root, self.store, progress)
+            if embedder is not None and self.store.model() is None:
+                self.store.bind_model(embedder.info)
+            report = indexer.refresh(self.root, self.store, progress, embedder)
         if report.files_kept == 0:
             skipped = ", ".join(f"{n} {reason}" for reason, n in report.skipped.most_common()) or "the folder is empty"
             raise PathError(
@@ -100,10 +146,10 @@ class Index:
             )
         return report
 
-    def refresh_if_free(self, progress: Progress | None = None) -> IndexReport | None:
+    def refresh_if_free(self, progress: Progress | None = None, vectors: bool = True) -> IndexReport | None:
         """Refresh unless another process is indexing right now; then search what is committed."""
         try:
-            return self.refresh(progress, wait_seconds=0.0)
+            return self.refresh(progress, wait_seconds=0.0, vectors=vectors)
         except IndexBusyError:
             log.warning("another codewhere process is indexing %s; searching the index as it stands", self.root)
             return None
@@ -114,7 +160,7 @@ class Index:
         self,
         query: str,
         k: int = DEFAULT_K,
-        mode: Mode | str = Mode.KEYWORD,
+        mode: Mode | str = Mode.HYBRID,
         scopes: tuple[str, ...] | list[str] = (),
         exclude_tests: bool = False,
         exclude_docs: bool = False,
@@ -125,7 +171,9 @@ class Index:
             raise QueryError(f"-k must be at least 1, got {k}", "pass -k 10 or leave it out")
         excluded = tuple(kind for kind, on in ((FileKind.TEST, exclude_tests), (FileKind.DOCS, exclude_docs)) if on)
         filters = Filters(tuple(s for s in (normalise_scope(self.root, s) for s in scopes) if s), excluded)
-        return engine.search(self.store, query, k, Mode(mode), filters)
+        mode = Mode(mode)
+        embedder = None if mode is Mode.KEYWORD else self.embedder()
+        return engine.search(self.store, query, k, mode, filters, embedder)
 
     def status(self) -> StoreStats:
         return self.store.stats()

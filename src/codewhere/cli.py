@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from codewhere import __version__, render
 from codewhere.api import DEFAULT_K, Index
@@ -25,6 +25,11 @@ err_console = Console(stderr=True)
 
 def _add_index_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", metavar="FILE", help="index file to use (default: one per folder in the user cache dir)")
+    p.add_argument(
+        "--model", metavar="NAME",
+        help="embedding model: 'default', a model2vec folder or Hugging Face id (default: $CODEWHERE_MODEL, "
+        "else the index's own model, else 'default')",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     p.add_argument("path", nargs="?", default=".", help="folder to search (default: .)")
     p.add_argument("-k", type=int, default=DEFAULT_K, help=f"number of results (default {DEFAULT_K})")
-    p.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.KEYWORD.value)
+    p.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.HYBRID.value,
+                   help="keyword (BM25), semantic (vectors) or hybrid (both, fused by RRF; default)")
     p.add_argument("--scope", action="append", default=[], metavar="PREFIX", help="only paths under PREFIX (repeatable)")
     p.add_argument("--exclude-tests", action="store_true", help="leave test files out")
     p.add_argument("--exclude-docs", action="store_true", help="leave documentation out")
@@ -56,6 +62,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _add_index_options(p)
     return parser
+
+
+def _open(args: argparse.Namespace, rebuild: bool = False) -> Index:
+    index = Index.open(args.path, args.index, rebuild=rebuild, model=args.model)
+    if err_console.is_terminal:
+        index.model_build_progress = _model_build_bar()
+    return index
+
+
+def _model_build_bar():  # noqa: ANN202 — returns a progress callback bound to a live bar
+    bar: Progress | None = None
+    task = None
+
+    def update(done: int, total: int) -> None:
+        nonlocal bar, task
+        if bar is None:
+            bar = Progress(
+                TextColumn("building the default model (once)"), BarColumn(), TextColumn("{task.completed}/{task.total} tokens"),
+                TimeElapsedColumn(), console=err_console, transient=True,
+            )
+            bar.start()
+            task = bar.add_task("", total=total)
+        bar.update(task, completed=done)
+        if done >= total:
+            bar.stop()
+
+    return update
 
 
 @contextmanager
@@ -76,7 +109,7 @@ def _progress(enabled: bool) -> Iterator[ProgressFn | None]:
 
 
 def _cmd_index(args: argparse.Namespace) -> int:
-    with Index.open(args.path, args.index, rebuild=args.rebuild) as index:
+    with _open(args, rebuild=args.rebuild) as index:
         with _progress(err_console.is_terminal and not args.json) as progress:
             report = index.refresh(progress, wait_seconds=args.wait)
         stats = index.status()
@@ -89,9 +122,11 @@ def _cmd_index(args: argparse.Namespace) -> int:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    with Index.open(args.path, args.index) as index:
+    with _open(args) as index:
+        # keyword search needs no model: it refreshes text only, unless a model was named
+        vectors = args.mode != Mode.KEYWORD.value or args.model is not None
         with _progress(err_console.is_terminal and not args.json) as progress:
-            index.refresh_if_free(progress)
+            index.refresh_if_free(progress, vectors=vectors)
         hits = index.search(
             args.query, k=args.k, mode=args.mode, scopes=args.scope,
             exclude_tests=args.exclude_tests, exclude_docs=args.exclude_docs,
@@ -106,7 +141,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    with Index.open(args.path, args.index) as index:
+    with _open(args) as index:
         stats = index.status()
         if args.json:
             print(render.status_json(index.root, index.store.path, stats))

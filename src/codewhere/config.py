@@ -15,6 +15,12 @@ import platformdirs
 class Settings:
     cache_dir: Path
     lock_wait_seconds: float = 30.0
+    model: str | None = None  # None: the index's own model, else the built-in default
+    models_dir: Path | None = None  # where built models live; default: <cache_dir>/models
+
+    @property
+    def model_cache(self) -> Path:
+        return self.models_dir or self.cache_dir / "models"
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -22,6 +28,10 @@ class Settings:
         settings = cls(cache_dir=Path(cache))
         if wait := os.environ.get("CODEWHERE_LOCK_WAIT"):
             settings = replace(settings, lock_wait_seconds=float(wait))
+        if models := os.environ.get("CODEWHERE_MODELS_DIR"):
+            settings = replace(settings, models_dir=Path(models))
+        if model := os.environ.get("CODEWHERE_MODEL"):
+            settings = replace(settings, model=model)
         return settings
 
     def index_path_for(self, root: Path) -> Path:

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codewhere.chunk import CHUNKER_VERSION, chunk_file
+from codewhere.chunk import CHUNKER_VERSION, chunk_file, embed_text_for
+from codewhere.embed import Embedder
 from codewhere.scan import read_source, scan
 from codewhere.store import FileState, SqliteStore
 from codewhere.tokens import index_tokens
@@ -32,6 +33,7 @@ class IndexReport:
     files_removed: int = 0
     files_unchanged: int = 0
     chunks_written: int = 0
+    vectors_written: int = 0
     bytes_read: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
@@ -48,9 +50,8 @@ def _fts_row(chunk: Chunk) -> tuple[str, str]:
 class _Batch:
     """Collects file writes and commits them together."""
 
-    def __init__(self, store: SqliteStore, on_commit: Callable[[list[Chunk]], None] | None) -> None:
+    def __init__(self, store: SqliteStore) -> None:
         self.store = store
-        self.on_commit = on_commit
         self.writes: list[tuple[FileRecord, str, list[Chunk]] | tuple[FileRecord, SkipReason]] = []
         self.stat_updates: list[FileRecord] = []
         self.chunk_count = 0
@@ -59,13 +60,11 @@ class _Batch:
         return len(self.writes) + len(self.stat_updates) >= BATCH_FILES or self.chunk_count >= BATCH_CHUNKS
 
     def flush(self, deletes: list[str] | None = None) -> None:
-        new_chunks: list[Chunk] = []
         with self.store.transaction():
             for write in self.writes:
                 if len(write) == 3:
                     record, digest, chunks = write
                     self.store.replace_file(record, digest, chunks, [_fts_row(c) for c in chunks])
-                    new_chunks.extend(chunks)
                 else:
                     record, reason = write
                     self.store.record_skipped_file(record, reason)
@@ -73,8 +72,6 @@ class _Batch:
                 self.store.update_file_stat(record.path, record.size, record.mtime_ns)
             if deletes:
                 self.store.delete_files(deletes)
-            if self.on_commit and new_chunks:
-                self.on_commit(new_chunks)
         self.writes, self.stat_updates, self.chunk_count = [], [], 0
 
 
@@ -82,12 +79,11 @@ def refresh(
     root: Path,
     store: SqliteStore,
     progress: Progress | None = None,
-    on_new_chunks: Callable[[list[Chunk]], None] | None = None,
+    embedder: Embedder | None = None,
 ) -> IndexReport:
-    """Bring the index of `root` up to date. The caller holds the writer lock.
+    """Bring the index of `root` up to date, vectors too when an embedder is given.
 
-    `on_new_chunks` runs inside each batch's transaction, so whatever it stores for the new
-    chunks (their vectors) commits or rolls back with them.
+    The caller holds the writer lock and has checked that `embedder` is the index's model.
     """
     started = time.perf_counter()
     report = IndexReport()
@@ -97,7 +93,7 @@ def refresh(
             store.set_meta({"chunker_version": CHUNKER_VERSION})
     known = store.file_states()
     seen: set[str] = set()
-    batch = _Batch(store, on_new_chunks)
+    batch = _Batch(store)
     for n, item in enumerate(scan(root), start=1):
         if isinstance(item, Skip):
             report.skipped[item.reason.value] += 1
@@ -113,8 +109,32 @@ def refresh(
     batch.flush(removed)
     with store.transaction():
         store.set_meta({"root": str(root), "last_refresh": str(time.time())})
+    if embedder is not None:
+        report.vectors_written = fill_vectors(store, embedder, progress)
     report.seconds = time.perf_counter() - started
     return report
+
+
+VECTOR_BATCH = 256
+
+
+def fill_vectors(store: SqliteStore, embedder: Embedder, progress: Progress | None = None) -> int:
+    """Embed every distinct chunk text that has no vector yet; a page at a time, each committed.
+
+    Runs after the file pass, so it also finishes the work of a killed run and of an index first
+    built in keyword mode. Returns how many texts were embedded.
+    """
+    done = 0
+    while page := store.chunks_without_vectors(VECTOR_BATCH):
+        vectors = embedder.embed_documents([embed_text_for(path, text) for _, path, text in page])
+        with store.transaction():
+            store.add_vectors([h for h, _, _ in page], vectors)
+        done += len(page)
+        if progress:
+            progress(done, "embedding")
+    with store.transaction():
+        store.delete_orphan_vectors()
+    return done
 
 
 def _visit(root: Path, record: FileRecord, known: FileState | None, batch: _Batch, report: IndexReport) -> None:

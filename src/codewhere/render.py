@@ -54,7 +54,8 @@ def report_lines(report: IndexReport, stats: StoreStats) -> list[str]:
         f"files: {report.files_kept} kept ({report.files_added} added, {report.files_changed} changed, "
         f"{report.files_unchanged} unchanged, {report.files_removed} removed)",
         f"skipped: {sum(report.skipped.values())} ({skipped})",
-        f"read: {report.bytes_read:,} bytes; chunks written: {report.chunks_written}; in index: {stats.chunks}",
+        f"read: {report.bytes_read:,} bytes; chunks written: {report.chunks_written}; in index: {stats.chunks}; "
+        f"vectors embedded: {report.vectors_written}",
         f"time: {report.seconds:.2f} s",
     ]
 
@@ -70,6 +71,7 @@ def report_json(report: IndexReport, stats: StoreStats) -> str:
             "skipped": dict(sorted(report.skipped.items())),
             "bytes_read": report.bytes_read,
             "chunks_written": report.chunks_written,
+            "vectors_written": report.vectors_written,
             "chunks": stats.chunks,
             "seconds": round(report.seconds, 4),
         }

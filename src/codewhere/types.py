@@ -58,6 +58,15 @@ class Chunk:
     defines: tuple[str, ...] = ()  # names this chunk defines (def/class/func ...)
 
 
+@dataclass(frozen=True)
+class ModelInfo:
+    """What an index records of the model that built it; a different fingerprint is a different model."""
+
+    id: str  # how the user names it: "default", a folder, a Hugging Face id
+    dim: int
+    fingerprint: str  # hash of the weights: same id, other weights → refused
+
+
 class Mode(str, Enum):
     KEYWORD = "keyword"
     SEMANTIC = "semantic"

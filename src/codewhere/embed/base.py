@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class ModelInfo:
-    """What an index records of the model that built it; a different fingerprint is a different model."""
-
-    id: str  # how the user names it: "default", a folder, a Hugging Face id
-    dim: int
-    fingerprint: str  # hash of the weights: same id, other weights → refused
+from codewhere.types import ModelInfo
 
 
 @runtime_checkable

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from codewhere.embed.base import ModelInfo, normalise_rows
+from codewhere.types import ModelInfo
+from codewhere.embed.base import normalise_rows
 
 
 class FakeEmbedder:

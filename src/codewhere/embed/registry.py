@@ -18,13 +18,13 @@ DEFAULT_MODEL = "default"
 BuildProgress = Callable[[int, int], None]
 
 
-def default_model_folder(cache_dir: Path) -> Path:
-    return cache_dir / "models" / distill.RECIPE_VERSION
+def default_model_folder(models_dir: Path) -> Path:
+    return models_dir / distill.RECIPE_VERSION
 
 
-def ensure_default_model(cache_dir: Path, progress: BuildProgress | None = None) -> Path:
-    """Build the default model once per cache dir; concurrent first runs build it once."""
-    folder = default_model_folder(cache_dir)
+def ensure_default_model(models_dir: Path, progress: BuildProgress | None = None) -> Path:
+    """Build the default model once per models dir; concurrent first runs build it once."""
+    folder = default_model_folder(models_dir)
     if (folder / "model.safetensors").exists():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -35,9 +35,9 @@ def ensure_default_model(cache_dir: Path, progress: BuildProgress | None = None)
     return folder
 
 
-def load_embedder(name: str, cache_dir: Path, progress: BuildProgress | None = None) -> Embedder:
+def load_embedder(name: str, models_dir: Path, progress: BuildProgress | None = None) -> Embedder:
     if name == DEFAULT_MODEL:
-        return load_folder(ensure_default_model(cache_dir, progress), DEFAULT_MODEL)
+        return load_folder(ensure_default_model(models_dir, progress), DEFAULT_MODEL)
     path = Path(name).expanduser()
     if path.is_dir():
         return load_folder(path, str(path.resolve()))

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from codewhere.embed.base import ModelInfo, length_sorted_batches, normalise_rows
+from codewhere.types import ModelInfo
+from codewhere.embed.base import length_sorted_batches, normalise_rows
 from codewhere.errors import ModelError
 
 MAX_TOKENS = 2048  # a chunk is ~700 tokens by the 4-chars rule; wordpieces run longer

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codewhere.embed import Embedder
 from codewhere.search.fuse import RRF_DEPTH, rrf
 from codewhere.search.keyword import bm25_ranking, definition_ranking
 from codewhere.search.snippets import snippet
@@ -37,7 +38,19 @@ def keyword_ranked(store: SqliteStore, query: str, limit: int, filters: Filters)
     return out
 
 
-def fused_ranked(rankings: dict[str, list[int]], limit: int) -> list[Ranked]:
+def semantic_ranked(store: SqliteStore, embedder: Embedder, query: str, limit: int, filters: Filters) -> list[Ranked]:
+    found = store.vector_search(embedder.embed_query(query), limit, filters)
+    return [Ranked(cid, similarity, {"semantic": rank}) for rank, (cid, similarity) in enumerate(found, start=1)]
+
+
+def hybrid_ranked(store: SqliteStore, embedder: Embedder, query: str, limit: int, filters: Filters) -> list[Ranked]:
+    """RRF (k=60) over the keyword top 30, the vector top 30 and, for identifier queries, the
+    chunks that define the name."""
+    rankings = {
+        "keyword": [cid for cid, _ in bm25_ranking(store, query, RRF_DEPTH, filters)],
+        "semantic": [cid for cid, _ in store.vector_search(embedder.embed_query(query), RRF_DEPTH, filters)],
+        "definition": definition_ranking(store, query, RRF_DEPTH, filters),
+    }
     return [Ranked(cid, score, dict(ranks)) for cid, score, ranks in rrf(rankings)[:limit]]
 
 
@@ -55,7 +68,15 @@ def to_hits(store: SqliteStore, ranked: list[Ranked], query: str) -> list[Hit]:
     return hits
 
 
-def search(store: SqliteStore, query: str, k: int, mode: Mode, filters: Filters) -> list[Hit]:
+def search(
+    store: SqliteStore, query: str, k: int, mode: Mode, filters: Filters, embedder: Embedder | None = None
+) -> list[Hit]:
     if mode is Mode.KEYWORD:
-        return to_hits(store, keyword_ranked(store, query, k, filters), query)
-    raise NotImplementedError(mode)
+        ranked = keyword_ranked(store, query, k, filters)
+    elif embedder is None:
+        raise ValueError(f"{mode.value} search needs an embedder")
+    elif mode is Mode.SEMANTIC:
+        ranked = semantic_ranked(store, embedder, query, k, filters)
+    else:
+        ranked = hybrid_ranked(store, embedder, query, k, filters)
+    return to_hits(store, ranked, query)

@@ -14,14 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import apsw
+import numpy as np
+import sqlite_vec
 
-from codewhere.errors import IndexFileError, QueryError
-from codewhere.types import Chunk, FileKind, FileRecord, Filters, SkipReason, StoredChunk
+from codewhere.errors import IndexFileError, ModelError, QueryError
+from codewhere.types import Chunk, FileKind, FileRecord, Filters, ModelInfo, SkipReason, StoredChunk
 
 log = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x63776872  # "cwhr": marks a SQLite file as a codewhere index
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 BUSY_TIMEOUT_MS = 10_000
 # bm25 column weights: the path tokens repeat in every chunk of a file, so they count for less.
 BM25_WEIGHT_PATH = 0.5
@@ -55,6 +57,8 @@ CREATE TABLE definitions(
 );
 CREATE INDEX definitions_name ON definitions(name);
 CREATE INDEX definitions_chunk ON definitions(chunk_id);
+-- One vector per distinct chunk text: identical chunks (renames, copies) share it.
+CREATE TABLE embeddings(id INTEGER PRIMARY KEY, content_hash TEXT NOT NULL UNIQUE);
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     path, body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
 );
@@ -110,6 +114,8 @@ class SqliteStore:
         try:
             db = apsw.Connection(str(path))
             db.setbusytimeout(BUSY_TIMEOUT_MS)
+            db.enable_load_extension(True)
+            db.load_extension(sqlite_vec.loadable_path())
             app_id = db.execute("PRAGMA application_id").fetchone()[0]
             tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         except apsw.NotADBError as exc:
@@ -133,9 +139,12 @@ class SqliteStore:
             if not tables:
                 store._create()
             elif store.meta().get("schema_version") != SCHEMA_VERSION:
-                log.info("index schema changed, rebuilding %s", path)
-                store._drop_all()
-                store._create()
+                # The index is derived data: an older layout is rebuilt, not migrated.
+                log.warning("the index layout changed since %s was built; rebuilding it", path)
+                db.close()
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+                return cls.open(path)
         except apsw.CorruptError as exc:
             db.close()
             raise IndexFileError(f"the index {path} is corrupt", "run `codewhere index --rebuild`") from exc
@@ -161,13 +170,6 @@ class SqliteStore:
             self._db.execute(_SCHEMA)
             self._db.execute("INSERT INTO meta VALUES('schema_version', ?)", (SCHEMA_VERSION,))
             self._db.execute("INSERT INTO meta VALUES('created_at', ?)", (str(time.time()),))
-
-    def _drop_all(self) -> None:
-        with self.transaction():
-            rows = self._db.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table','view')").fetchall()
-            for kind, name in rows:
-                if not name.startswith("sqlite_") and "_fts_" not in name:
-                    self._db.execute(f'DROP {kind.upper()} IF EXISTS "{name}"')
 
     def close(self) -> None:
         self._db.close()
@@ -257,6 +259,81 @@ class SqliteStore:
             if row:
                 self._delete_chunks_of(row[0])
                 self._db.execute("DELETE FROM files WHERE id = ?", (row[0],))
+
+    # ---- vectors -------------------------------------------------------------------------
+
+    def model(self) -> ModelInfo | None:
+        meta = self.meta()
+        if "model_fingerprint" not in meta:
+            return None
+        return ModelInfo(meta["model_id"], int(meta["model_dim"]), meta["model_fingerprint"])
+
+    def bind_model(self, info: ModelInfo) -> None:
+        """Record the index's model and create its vector table; the caller checked for a mismatch."""
+        with self.transaction():
+            self.set_meta({"model_id": info.id, "model_dim": str(info.dim), "model_fingerprint": info.fingerprint})
+            self._db.execute("DELETE FROM embeddings")
+            self._db.execute("DROP TABLE IF EXISTS vec_chunks")
+            self._db.execute(
+                f"CREATE VIRTUAL TABLE vec_chunks USING vec0(embedding float[{int(info.dim)}] distance_metric=cosine)"
+            )
+
+    def chunks_without_vectors(self, limit: int) -> list[tuple[str, str, str]]:
+        """(content hash, path, text) of up to `limit` distinct chunk texts that have no vector yet."""
+        rows = self._db.execute(
+            """SELECT c.content_hash, f.path, c.text FROM chunks c JOIN files f ON f.id = c.file_id
+               WHERE c.id IN (SELECT min(id) FROM chunks GROUP BY content_hash)
+                 AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)
+               LIMIT ?""",
+            (limit,),
+        )
+        return [(h, p, t) for h, p, t in rows]
+
+    def add_vectors(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        for content_hash, vector in zip(hashes, vectors, strict=True):
+            row_id = self._db.execute(
+                "INSERT INTO embeddings(content_hash) VALUES(?) RETURNING id", (content_hash,)
+            ).fetchone()[0]
+            self._db.execute(
+                "INSERT INTO vec_chunks(rowid, embedding) VALUES(?, ?)", (row_id, np.asarray(vector, np.float32).tobytes())
+            )
+
+    def delete_orphan_vectors(self) -> int:
+        """Drop vectors no chunk uses any more (after edits and deletions)."""
+        orphans = [r[0] for r in self._db.execute(
+            "SELECT id FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)"
+        )]
+        for row_id in orphans:
+            self._db.execute("DELETE FROM vec_chunks WHERE rowid = ?", (row_id,))
+            self._db.execute("DELETE FROM embeddings WHERE id = ?", (row_id,))
+        return len(orphans)
+
+    def vector_count(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM embeddings").fetchone()[0])
+
+    def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) of the nearest chunks, best first."""
+        if self.model() is None:
+            return []
+        blob = np.asarray(query, np.float32).tobytes()
+        if filters.is_empty():
+            # KNN over distinct texts, then every chunk holding that text.
+            sql = """WITH knn AS (SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ?)
+                     SELECT c.id, knn.distance FROM knn JOIN embeddings e ON e.id = knn.rowid
+                     JOIN chunks c ON c.content_hash = e.content_hash ORDER BY knn.distance, c.id LIMIT ?"""
+            params: tuple[object, ...] = (blob, limit, limit)
+        else:
+            where, fparams = _filter_sql(filters)
+            sql = f"""SELECT c.id, vec_distance_cosine(v.embedding, ?) AS distance
+                      FROM chunks c JOIN files f ON f.id = c.file_id
+                      JOIN embeddings e ON e.content_hash = c.content_hash JOIN vec_chunks v ON v.rowid = e.id
+                      WHERE 1{where} ORDER BY distance, c.id LIMIT ?"""
+            params = (blob, *fparams, limit)
+        try:
+            rows = self._db.execute(sql, params).fetchall()
+        except apsw.SQLError as exc:
+            raise ModelError(f"vector search failed ({exc})", "run `codewhere index --rebuild`") from exc
+        return [(int(cid), 1.0 - float(distance)) for cid, distance in rows]
 
     def clear_files(self) -> None:
         """Forget every file (a chunker change): the next refresh re-reads and re-chunks all."""
