@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
@@ -12,6 +13,7 @@ from codewhere import indexer
 from codewhere.config import Settings
 from codewhere.embed import Embedder
 from codewhere.embed.registry import DEFAULT_MODEL, BuildProgress, load_embedder
+from codewhere.evaluate import EvalResult, QueryFile, Target, covers, path_matches, run_eval
 from codewhere.errors import IndexBusyError, IndexFileError, ModelError, PathError, QueryError
 from codewhere.indexer import IndexReport, Progress
 from codewhere.search import engine
@@ -22,6 +24,7 @@ from codewhere.types import FileKind, Filters, Hit, Mode
 log = logging.getLogger(__name__)
 
 DEFAULT_K = 10
+EVAL_DEPTH = 100  # ranks beyond this show as misses in eval tables
 
 
 def resolve_root(path: str | os.PathLike[str]) -> Path:
@@ -156,12 +159,16 @@ class Index:
 
     # ---- searching -----------------------------------------------------------------------
 
+    def _filters(self, scopes: Sequence[str], exclude_tests: bool, exclude_docs: bool) -> Filters:
+        excluded = tuple(kind for kind, on in ((FileKind.TEST, exclude_tests), (FileKind.DOCS, exclude_docs)) if on)
+        return Filters(tuple(s for s in (normalise_scope(self.root, s) for s in scopes) if s), excluded)
+
     def search(
         self,
         query: str,
         k: int = DEFAULT_K,
         mode: Mode | str = Mode.HYBRID,
-        scopes: tuple[str, ...] | list[str] = (),
+        scopes: Sequence[str] = (),
         exclude_tests: bool = False,
         exclude_docs: bool = False,
     ) -> list[Hit]:
@@ -169,11 +176,51 @@ class Index:
             raise QueryError("the query is empty", 'give words or an identifier, e.g. codewhere search "parse headers"')
         if k < 1:
             raise QueryError(f"-k must be at least 1, got {k}", "pass -k 10 or leave it out")
-        excluded = tuple(kind for kind, on in ((FileKind.TEST, exclude_tests), (FileKind.DOCS, exclude_docs)) if on)
-        filters = Filters(tuple(s for s in (normalise_scope(self.root, s) for s in scopes) if s), excluded)
+        filters = self._filters(scopes, exclude_tests, exclude_docs)
         mode = Mode(mode)
         embedder = None if mode is Mode.KEYWORD else self.embedder()
         return engine.search(self.store, query, k, mode, filters, embedder)
+
+    def evaluate(
+        self,
+        query_file: QueryFile,
+        modes: Sequence[Mode | str] = tuple(Mode),
+        scopes: Sequence[str] = (),
+        depth: int = EVAL_DEPTH,
+    ) -> EvalResult:
+        """Run every query through every mode and score it (see evaluate.py)."""
+        filters = self._filters(scopes, False, False)
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for path, start, end in self.store.chunk_spans(filters):
+            spans.setdefault(path, []).append((start, end))
+
+        def is_indexed(target: Target) -> bool:
+            return any(
+                covers(path, start, end, target)
+                for path, ranges in spans.items() if path_matches(path, target.path)
+                for start, end in ranges
+            )
+
+        paths = self.store.indexed_paths(filters)
+
+        def grep_count(phrase: str) -> int:
+            needle = phrase.lower()
+            total = 0
+            for path in paths:
+                try:
+                    text = (self.root / path).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                total += sum(1 for line in text.lower().split("\n") if needle in line)
+            return total
+
+        methods = {
+            Mode(m).value: (lambda q, m=Mode(m): self.search(q, k=depth, mode=m, scopes=tuple(scopes)))
+            for m in modes
+        }
+        result = run_eval(query_file, methods, is_indexed, grep_count)
+        result.scope = tuple(filters.scopes)
+        return result
 
     def status(self) -> StoreStats:
         return self.store.stats()

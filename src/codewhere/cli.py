@@ -8,13 +8,16 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from codewhere import __version__, render
-from codewhere.api import DEFAULT_K, Index
-from codewhere.errors import CodewhereError
+from codewhere.api import DEFAULT_K, EVAL_DEPTH, Index
+from codewhere.errors import CodewhereError, QueryError
+from codewhere.eval_report import html_report
+from codewhere.evaluate import load_query_file, result_csv, result_json
 from codewhere.indexer import Progress as ProgressFn
 from codewhere.types import Mode
 
@@ -55,6 +58,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude-tests", action="store_true", help="leave test files out")
     p.add_argument("--exclude-docs", action="store_true", help="leave documentation out")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_index_options(p)
+
+    p = sub.add_parser("eval", help="score every retrieval mode on a query file (the study's table)")
+    p.add_argument("queries", help="query file: the study's JSON format or a semble annotation file")
+    p.add_argument("path", nargs="?", default=".", help="folder the queries are about (default: .)")
+    p.add_argument("--scope", action="append", default=[], metavar="PREFIX", help="search only under PREFIX (repeatable)")
+    p.add_argument("--modes", default=",".join(m.value for m in Mode), help="comma-separated modes (default: all)")
+    p.add_argument("--depth", type=int, default=EVAL_DEPTH, help=f"ranks searched per query (default {EVAL_DEPTH})")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print JSON")
+    fmt.add_argument("--csv", action="store_true", help="print CSV")
+    p.add_argument("--report", metavar="FILE.html", help="also write a self-contained HTML report")
     _add_index_options(p)
 
     p = sub.add_parser("status", help="describe a folder's index")
@@ -151,7 +166,31 @@ def _cmd_status(args: argparse.Namespace) -> int:
     return EXIT_HITS
 
 
-COMMANDS = {"index": _cmd_index, "search": _cmd_search, "status": _cmd_status}
+def _cmd_eval(args: argparse.Namespace) -> int:
+    query_file = load_query_file(Path(args.queries))
+    try:
+        modes = [Mode(m.strip()) for m in args.modes.split(",") if m.strip()]
+    except ValueError as exc:
+        raise QueryError(f"unknown mode in --modes {args.modes}", "use keyword, semantic and hybrid") from exc
+    with _open(args) as index:
+        with _progress(err_console.is_terminal and not (args.json or args.csv)) as progress:
+            index.refresh_if_free(progress, vectors=any(m is not Mode.KEYWORD for m in modes))
+        result = index.evaluate(query_file, modes, args.scope, args.depth)
+    if args.report:
+        Path(args.report).write_text(html_report(result, args.depth), encoding="utf-8")
+    if args.json:
+        print(result_json(result))
+    elif args.csv:
+        print(result_csv(result), end="")
+    else:
+        out = Console(highlight=False)
+        if not out.is_terminal:
+            out = Console(highlight=False, width=200)  # a table piped to a file should not wrap at 80
+        out.print(render.eval_table(result, args.depth))
+    return EXIT_HITS
+
+
+COMMANDS = {"index": _cmd_index, "search": _cmd_search, "eval": _cmd_eval, "status": _cmd_status}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,6 +8,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from rich.table import Table
+
+from codewhere.evaluate import EvalResult
 from codewhere.indexer import IndexReport
 from codewhere.store import StoreStats
 from codewhere.types import Hit
@@ -104,3 +107,34 @@ def status_lines(root: Path, index_path: Path, stats: StoreStats) -> list[str]:
         f"languages: {langs}",
         *(f"{key}: {value}" for key, value in sorted(stats.meta.items()) if key not in {"created_at", "last_refresh"}),
     ]
+
+
+def eval_table(result: EvalResult, depth: int) -> Table:
+    """The study's table: per question the grep counts and each method's rank, then summaries."""
+    scope = f" (scope: {', '.join(result.scope)})" if result.scope else ""
+    table = Table(title=f"{result.query_file.name}{scope}: rank of the first relevant chunk (— = not in top {depth})")
+    has_grep = any(p is not None or w is not None for p, w in result.grep_counts)
+    table.add_column("target", overflow="fold")
+    table.add_column("question", overflow="fold", max_width=48)
+    if has_grep:
+        table.add_column("grep phrase", justify="right")
+        table.add_column("grep word", justify="right")
+    for method in result.methods:
+        table.add_column(method, justify="right")
+    published = result.query_file.published_columns
+    for column in published:
+        table.add_column(f"study {column}", justify="right", style="dim")
+    for i, q in enumerate(result.query_file.queries):
+        row = [escape(q.label), escape(q.query)]
+        if has_grep:
+            row += ["" if v is None else str(v) for v in result.grep_counts[i]]
+        row += [str(result.scores[m][i].first_rank or "—") for m in result.methods]
+        row += [str(q.published.get(c) or "—") for c in published]
+        table.add_row(*row)
+    summary = result.summary()
+    blanks = [""] * (3 if has_grep else 1)
+    for label, attr, fmt in (("top 5", "top5", "{}"), ("top 10", "top10", "{}"), ("MRR", "mrr", "{:.3f}"),
+                             ("NDCG@10", "ndcg10", "{:.3f}"), ("p50 ms", "p50_ms", "{:.1f}")):
+        cells = [fmt.format(getattr(summary[m], attr)) for m in result.methods]
+        table.add_row(f"[bold]{label}[/]", *blanks, *cells, *([""] * len(published)))
+    return table

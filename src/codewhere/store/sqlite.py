@@ -376,6 +376,18 @@ class SqliteStore:
                 out[cid] = StoredChunk(cid, path, start_line, end_line, FileKind(kind), language, text)
         return out
 
+    def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]:
+        """(path, start line, end line) of every chunk the filters let through."""
+        where, params = _filter_sql(filters)
+        return self._db.execute(
+            f"SELECT f.path, c.start_line, c.end_line FROM chunks c JOIN files f ON f.id = c.file_id WHERE 1{where}",
+            params,
+        ).fetchall()
+
+    def indexed_paths(self, filters: Filters) -> list[str]:
+        where, params = _filter_sql(filters)
+        return [r[0] for r in self._db.execute(f"SELECT f.path FROM files f WHERE f.skip_reason IS NULL{where}", params)]
+
     def stats(self) -> StoreStats:
         db = self._db
         files, size = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM files WHERE skip_reason IS NULL").fetchone()
