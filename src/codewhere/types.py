@@ -44,6 +44,37 @@ class Skip:
 
 
 @dataclass(frozen=True)
+class Symbol:
+    """A definition found by the parser. Lines are 1-based and inclusive."""
+
+    name: str
+    qualified_name: str  # `Session.resolve_redirects`
+    kind: str  # function, method, class, struct, interface, trait, enum, module, type
+    start_line: int
+    end_line: int
+    signature: str = ""
+    doc: str = ""
+    decorators: tuple[str, ...] = ()
+    parent: str = ""  # qualified name of the enclosing symbol, "" at module level
+
+
+class EdgeKind(str, Enum):
+    CALL = "call"
+    IMPORT = "import"
+    INHERIT = "inherit"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A reference from one place to a name; resolved to a symbol later, across files."""
+
+    kind: EdgeKind
+    source: str  # qualified name of the enclosing symbol, "" at module level
+    target: str  # the name as written (last segment)
+    line: int
+
+
+@dataclass(frozen=True)
 class Chunk:
     """The unit of retrieval. Line numbers are 1-based and inclusive."""
 
@@ -56,6 +87,7 @@ class Chunk:
     language: str
     content_hash: str
     defines: tuple[str, ...] = ()  # names this chunk defines (def/class/func ...)
+    embed: bool = True  # False for chunks of only imports and assignments: keyword-searchable, not embedded
 
 
 @dataclass(frozen=True)

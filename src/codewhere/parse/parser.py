@@ -1,0 +1,204 @@
+"""Parse one file with tree-sitter into symbols (definitions) and edges (calls, imports, bases)."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from codewhere.parse.grammars import CALLABLE_KINDS, CONTAINER_KINDS, GRAMMARS, SCOPE_ONLY_KINDS
+from codewhere.types import Edge, EdgeKind, Symbol
+
+log = logging.getLogger(__name__)
+
+QUERIES = Path(__file__).with_name("queries")
+MAX_SIGNATURE = 300
+MAX_DOC = 400
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    symbols: tuple[Symbol, ...]
+    edges: tuple[Edge, ...]
+
+
+def has_grammar(language: str) -> bool:
+    return language in GRAMMARS
+
+
+@cache
+def _tools(language: str):  # noqa: ANN202 — (Parser, Query), built once per language per process
+    from tree_sitter import Language, Parser, Query
+
+    grammar = GRAMMARS[language]
+    module = importlib.import_module(grammar.module)
+    lang = Language(getattr(module, grammar.function)())
+    query = Query(lang, (QUERIES / grammar.query).read_text(encoding="utf-8"))
+    return Parser(lang), query
+
+
+@dataclass
+class _Def:
+    node: object
+    kind: str
+    name: str
+    start: int  # byte offsets, for containment
+    end: int
+    owner: str = ""  # Go methods: the receiver type
+    qualified: str = ""
+    parent: _Def | None = None
+
+
+def _text(node) -> str:  # noqa: ANN001
+    return node.text.decode("utf-8", errors="replace")
+
+
+def parse(language: str, source: str) -> ParseResult | None:
+    """Symbols and edges of `source`, or None when the language has no grammar or it fails."""
+    if language not in GRAMMARS:
+        return None
+    try:
+        from tree_sitter import QueryCursor
+
+        parser, query = _tools(language)
+        data = source.encode("utf-8", errors="surrogatepass")
+        tree = parser.parse(data)
+        matches = QueryCursor(query).matches(tree.root_node)
+    except Exception as exc:  # a grammar that fails on one file must not stop the run
+        log.warning("tree-sitter could not parse a %s file: %s", language, exc)
+        return None
+    defs: list[_Def] = []
+    refs: list[tuple[EdgeKind, object, str]] = []
+    for _, captures in matches:
+        names = captures.get("name")
+        for capture, nodes in captures.items():
+            if capture.startswith("def."):
+                node = nodes[0]
+                name = _text(names[0]) if names else _default_name(node)
+                owner = _text(captures["receiver"][0]) if "receiver" in captures else ""
+                defs.append(_Def(node, capture[4:], name, node.start_byte, node.end_byte, owner))
+        for capture, edge_kind, target in (("call", EdgeKind.CALL, "callee"), ("import", EdgeKind.IMPORT, "imported"), ("inherit", EdgeKind.INHERIT, "base")):
+            if capture in captures and target in captures:
+                for target_node in captures[target]:
+                    refs.append((edge_kind, captures[capture][0], _clean_target(_text(target_node))))
+    symbols = _symbols(defs, language)
+    edges = _edges(refs, defs)
+    return ParseResult(tuple(symbols), tuple(edges))
+
+
+def _default_name(node) -> str:  # noqa: ANN001
+    return {"init_declaration": "init"}.get(node.type, node.type)
+
+
+def _clean_target(text: str) -> str:
+    """`"net/http"` → `http`; `<stdio.h>` → `stdio.h`; `foo::bar` → `bar`."""
+    text = text.strip().strip("\"'<>`")
+    return re.split(r"::|/|\\\\|\.(?=[A-Za-z_])|->", text)[-1] if "/" in text or "::" in text or "->" in text else text
+
+
+def _link_parents(defs: list[_Def]) -> list[_Def]:
+    """Sort by position and give each definition its innermost enclosing one."""
+    unique: dict[tuple[int, int, str], _Def] = {}
+    for d in defs:
+        unique.setdefault((d.start, d.end, d.name), d)
+    ordered = sorted(unique.values(), key=lambda d: (d.start, -d.end))
+    stack: list[_Def] = []
+    for d in ordered:
+        while stack and not (stack[-1].start <= d.start and d.end <= stack[-1].end):
+            stack.pop()
+        d.parent = stack[-1] if stack else None
+        stack.append(d)
+    return ordered
+
+
+def _symbols(defs: list[_Def], language: str) -> list[Symbol]:
+    out: list[Symbol] = []
+    for d in _link_parents(defs):
+        kind = d.kind
+        parent = d.parent
+        owner = d.owner or (parent.name if parent else "")
+        if kind == "function" and (d.owner or (parent and parent.kind in CONTAINER_KINDS and parent.kind != "module")):
+            kind = "method"
+        prefix = parent.qualified if parent else ""
+        if d.owner:
+            prefix = f"{prefix}.{d.owner}" if prefix else d.owner
+        d.qualified = f"{prefix}.{d.name}" if prefix else d.name
+        d.kind = kind
+        if kind in SCOPE_ONLY_KINDS:
+            continue
+        node = d.node
+        outer = node.parent if node.parent is not None and node.parent.type == "decorated_definition" else node
+        decorators = tuple(_text(c).strip() for c in outer.children if c.type == "decorator") if outer is not node else ()
+        out.append(Symbol(
+            name=d.name,
+            qualified_name=d.qualified,
+            kind=kind,
+            start_line=outer.start_point[0] + 1,
+            end_line=node.end_point[0] + 1,
+            signature=_signature(node),
+            doc=_doc(node, outer, language),
+            decorators=decorators,
+            parent=_scope_name(parent) if parent else (owner if d.owner else ""),
+        ))
+    return out
+
+
+def _scope_name(parent: _Def) -> str:
+    return parent.qualified
+
+
+def _signature(node) -> str:  # noqa: ANN001
+    """The definition's text up to its body, on one line."""
+    body = node.child_by_field_name("body")
+    end = body.start_byte if body is not None else node.end_byte
+    head = node.text[: end - node.start_byte].decode("utf-8", errors="replace")
+    if body is None:
+        head = head.split("\n", 1)[0]
+    head = re.sub(r"\s+", " ", head).strip().rstrip("{:").strip()
+    return head[:MAX_SIGNATURE]
+
+
+def _doc(node, outer, language: str) -> str:  # noqa: ANN001
+    """A Python docstring, else the comment block right above the definition."""
+    if language == "python":
+        body = node.child_by_field_name("body")
+        if body is not None and body.named_child_count:
+            first = body.named_children[0]
+            if first.type == "expression_statement" and first.named_child_count and first.named_children[0].type == "string":
+                return _text(first.named_children[0]).strip("\"' \n")[:MAX_DOC]
+    lines: list[str] = []
+    sibling = outer.prev_named_sibling
+    expected_row = outer.start_point[0] - 1
+    while sibling is not None and "comment" in sibling.type and sibling.end_point[0] == expected_row:
+        lines.insert(0, _text(sibling))
+        expected_row = sibling.start_point[0] - 1
+        sibling = sibling.prev_named_sibling
+    text = "\n".join(lines)
+    text = re.sub(r"^\s*(/\*+|\*+/|\*|//+|#+|--)\s?", "", text, flags=re.MULTILINE)
+    return text.strip()[:MAX_DOC]
+
+
+def _same(a, b) -> bool:  # noqa: ANN001 — query matches hand out fresh wrappers for the same node
+    return (a.start_byte, a.end_byte, a.type) == (b.start_byte, b.end_byte, b.type)
+
+
+def _edges(refs: list[tuple[EdgeKind, object, str]], defs: list[_Def]) -> list[Edge]:
+    symbols = [d for d in defs if d.kind not in SCOPE_ONLY_KINDS]
+    out: dict[tuple[EdgeKind, str, str, int], None] = {}
+    for kind, node, target in refs:
+        if not target:
+            continue
+        start = node.start_byte  # type: ignore[attr-defined]
+        own = [d for d in defs if _same(d.node, node)]
+        if kind is EdgeKind.INHERIT and own:  # the base is captured on the class (or impl) itself
+            out[(kind, own[0].qualified, target, node.start_point[0] + 1)] = None  # type: ignore[attr-defined]
+            continue
+        enclosing = [d for d in symbols if d.start <= start < d.end and not _same(d.node, node)]
+        if kind is EdgeKind.CALL:
+            enclosing = [d for d in enclosing if d.kind in CALLABLE_KINDS] or enclosing
+        source = max(enclosing, key=lambda d: d.start).qualified if enclosing else ""
+        out[(kind, source, target, node.start_point[0] + 1)] = None  # type: ignore[attr-defined]
+    return [Edge(kind, source, target, line) for kind, source, target, line in out]

@@ -1,0 +1,11 @@
+(function_declaration name: (identifier) @name) @def.function
+(generator_function_declaration name: (identifier) @name) @def.function
+(class_declaration name: (identifier) @name) @def.class
+(method_definition name: [(property_identifier) (private_property_identifier)] @name) @def.method
+(lexical_declaration (variable_declarator name: (identifier) @name value: [(arrow_function) (function_expression)])) @def.function
+(variable_declaration (variable_declarator name: (identifier) @name value: [(arrow_function) (function_expression)])) @def.function
+(class_heritage (identifier) @base) @inherit
+(call_expression function: [(identifier) @callee (member_expression property: (property_identifier) @callee)]) @call
+(new_expression constructor: (identifier) @callee) @call
+(import_specifier name: (identifier) @imported) @import
+(import_clause (identifier) @imported) @import
