@@ -130,12 +130,12 @@ def test_vectors_are_written_once_and_survive_refresh_edit_and_rename(tmp_path: 
         edited = root / "pkg/mod_3.py"
         edited.write_text("def function_number_3(value):\n    return value - 3\n\n\ndef helper():\n    pass\n")
         report = index.refresh()
-        assert report.chunks_written == 1 and report.vectors_written == 1
-        assert fake.documents_embedded == 31
+        assert report.chunks_written == 2 and report.vectors_written == 2  # the edited function and the new one
+        assert fake.documents_embedded == 32
         (root / "pkg/mod_4.py").rename(root / "pkg/renamed.py")
         renamed = index.refresh()
         assert renamed.files_added == 1 and renamed.vectors_written == 0
-        assert index.store.vector_count() == 30  # the old text of mod_3 was dropped
+        assert index.store.vector_count() == 31  # the old text of mod_3 was dropped
 
 
 def test_index_built_in_keyword_mode_gets_vectors_later(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from codewhere import indexer
-from codewhere.chunk import CHUNKER_VERSION
+from codewhere.chunk import chunker_version
 from tests.conftest import write_tree
 
 
@@ -18,7 +18,7 @@ def bump_mtime(path: Path) -> None:
 def test_first_index_then_unchanged_refresh_reads_nothing(sample_repo: Path, open_index) -> None:
     index = open_index(sample_repo)
     first = index.refresh()
-    assert first.files_added == 8 and first.chunks_written == 8
+    assert first.files_added == 8 and first.chunks_written == index.status().chunks > 8
     again = index.refresh()
     assert (again.files_added, again.files_changed, again.files_removed, again.bytes_read) == (0, 0, 0, 0)
     assert again.files_unchanged == 8
@@ -76,7 +76,7 @@ def test_chunker_version_change_rechunks_everything(sample_repo: Path, open_inde
         index.store.set_meta({"chunker_version": "old"})
     report = index.refresh()
     assert report.files_added == 8
-    assert index.store.meta()["chunker_version"] == CHUNKER_VERSION
+    assert index.store.meta()["chunker_version"] == chunker_version("symbols")
 
 
 def test_failure_mid_batch_keeps_last_committed_state(sample_repo: Path, open_index, monkeypatch) -> None:
@@ -87,23 +87,23 @@ def test_failure_mid_batch_keeps_last_committed_state(sample_repo: Path, open_in
         path = sample_repo / rel
         path.write_text("def replaced_everything():\n    pass\n")
         bump_mtime(path)
-    real_chunk_file = indexer.chunk_file
+    real_chunk_source = indexer.chunk_source
     calls = []
 
-    def failing_chunk_file(record, text):
+    def failing_chunk_source(record, text, symbols, chunker):
         calls.append(record.path)
         if len(calls) == 2:
             raise RuntimeError("killed")
-        return real_chunk_file(record, text)
+        return real_chunk_source(record, text, symbols, chunker)
 
-    monkeypatch.setattr(indexer, "chunk_file", failing_chunk_file)
+    monkeypatch.setattr(indexer, "chunk_source", failing_chunk_source)
     with pytest.raises(RuntimeError):
         index.refresh()
     after = index.status()
     assert after.chunks == before.chunks and after.files == before.files
     assert index.search("replaced_everything", mode="keyword") == []
     assert [h.path for h in index.search("charge_credit_card")][0] == "src/shop/payment.py"
-    monkeypatch.setattr(indexer, "chunk_file", real_chunk_file)
+    monkeypatch.setattr(indexer, "chunk_source", real_chunk_source)
     assert index.refresh().files_changed == 2
 
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
+from dataclasses import replace
 
 from codewhere.defs import find_definitions
-from codewhere.types import Chunk, FileRecord
+from codewhere.tokens import compound
+from codewhere.types import Chunk, FileRecord, Symbol
 
 CHUNKER_VERSION = "lines-1"
 CHARS_PER_TOKEN = 4
@@ -82,4 +85,170 @@ def chunk_file(record: FileRecord, text: str) -> list[Chunk]:
                 defines=defines,
             )
         )
+    return chunks
+
+
+# ---- symbol chunks (cartog's recipe) -----------------------------------------------------------
+
+EMBED_BYTES = 800
+STORED_BYTES = 2048
+MARKDOWN_SECTION_BYTES = 1500
+_LEAF_PARENTS = frozenset({"function", "method"})  # a symbol nested in these belongs to its parent's chunk
+_PUNCTUATION_ONLY = re.compile(r"^[\s{}()\[\];,.:]*$")
+_LICENSE = re.compile(r"(copyright|licen[cs]e|spdx-license-identifier|all rights reserved)", re.IGNORECASE)
+_IMPORT_OR_ASSIGNMENT = re.compile(
+    r"^\s*(import\s|from\s+\S+\s+import\s|#\s*include|use\s|using\s|require[\s(]|package\s|extern\s+crate"
+    r"|(export\s+)?(const|let|var|static|final)\s|[\w.\[\]'\", ]+\s*(:[^=]+)?=[^=])"
+)
+_COMMENT = re.compile(r"^\s*(#|//|/\*|\*|--|;)")
+
+
+def utf8_prefix(text: str, limit: int) -> str:
+    """At most `limit` bytes of `text`, never cutting a character in half."""
+    data = text.encode("utf-8", errors="surrogatepass")
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode("utf-8", errors="ignore")
+
+
+def symbol_embed_text(path: str, symbol: Symbol, body: str) -> str:
+    """`File: path | kind name`, the signature with decorators, then the lines that carry meaning."""
+    head = [f"File: {path} | {symbol.kind} {symbol.qualified_name}", *symbol.decorators, symbol.signature]
+    lines = []
+    for line in body.split("\n")[1:]:
+        stripped = line.strip()
+        if not stripped or _PUNCTUATION_ONLY.match(stripped) or _LICENSE.search(stripped):
+            continue
+        lines.append(stripped)
+    return utf8_prefix("\n".join([*head, *lines]), EMBED_BYTES)
+
+
+def _only_imports_and_assignments(body: str) -> bool:
+    code = [line for line in body.split("\n") if line.strip() and not _COMMENT.match(line)]
+    return bool(code) and all(_IMPORT_OR_ASSIGNMENT.match(line) for line in code)
+
+
+def _window_chunks(record: FileRecord, lines: list[str], first: int, last: int) -> list[Chunk]:
+    """Line windows over lines[first-1:last] (1-based, inclusive), numbered as in the file."""
+    out = []
+    for start, end, body in line_windows("".join(lines[first - 1 : last])):
+        out.append(_chunk(record, first + start - 1, first + end - 1, body, embed_text_for(record.path, body),
+                          embed=not _only_imports_and_assignments(body)))
+    return out
+
+
+def _chunk(record: FileRecord, start: int, end: int, body: str, embed_text: str,
+           defines: tuple[str, ...] = (), embed: bool = True) -> Chunk:
+    return Chunk(record.path, start, end, body, embed_text, record.kind, record.language, content_hash(body), defines, embed)
+
+
+def symbol_chunks(record: FileRecord, text: str, symbols: tuple[Symbol, ...]) -> list[Chunk]:
+    """A chunk per top-level function and per method; a head chunk per class (its lines before
+    the first member); line windows for code between symbols."""
+    lines = split_lines(text)
+    by_name = {s.qualified_name: s for s in symbols}
+    chunked: list[tuple[int, int, Symbol]] = []
+    for symbol in sorted(symbols, key=lambda s: (s.start_line, -s.end_line)):
+        parent = by_name.get(symbol.parent)
+        if parent is not None and parent.kind in _LEAF_PARENTS:
+            continue
+        if symbol.kind == "module":  # namespaces and Rust mods: their members chunk, the rest is gap
+            continue
+        members = [s for s in symbols if s.parent == symbol.qualified_name and s.start_line > symbol.start_line]
+        end = min(s.start_line for s in members) - 1 if members and symbol.kind not in _LEAF_PARENTS else symbol.end_line
+        chunked.append((symbol.start_line, max(end, symbol.start_line), symbol))
+    out: list[Chunk] = []
+    covered = [False] * (len(lines) + 2)
+    for start, end, symbol in chunked:
+        body = "".join(lines[start - 1 : end])
+        if not body.strip():
+            continue
+        stored = utf8_prefix(body, STORED_BYTES)
+        out.append(_chunk(record, start, end, stored, symbol_embed_text(record.path, symbol, body),
+                          (compound(symbol.name),)))
+        for line in range(start, min(end, len(lines)) + 1):
+            covered[line] = True
+    gap_start = None
+    for line in range(1, len(lines) + 2):
+        if line <= len(lines) and not covered[line]:
+            gap_start = gap_start or line
+        elif gap_start is not None:
+            out.extend(_window_chunks(record, lines, gap_start, line - 1))
+            gap_start = None
+    return sorted(out, key=lambda c: (c.start_line, c.end_line))
+
+
+# ---- markdown ----------------------------------------------------------------------------------
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def markdown_chunks(record: FileRecord, text: str) -> list[Chunk]:
+    """One chunk per heading section, prefixed by its heading path; big sections split by
+    paragraph near 1,500 bytes; a file without headings gets line windows."""
+    lines = split_lines(text)
+    sections: list[tuple[int, list[str]]] = []  # (first line of section, heading path)
+    path: list[str] = []
+    in_fence = False
+    for number, line in enumerate(lines, start=1):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING.match(line.rstrip("\n"))
+        if match:
+            level = len(match.group(1))
+            path = path[: level - 1] + [match.group(2)]
+            sections.append((number, list(path)))
+    if not sections:
+        return _window_chunks(record, lines, 1, len(lines)) if lines else []
+    if sections[0][0] > 1:
+        sections.insert(0, (1, []))
+    out: list[Chunk] = []
+    for i, (first, heading_path) in enumerate(sections):
+        last = sections[i + 1][0] - 1 if i + 1 < len(sections) else len(lines)
+        prefix = " > ".join(heading_path)
+        for start, end in _paragraph_pieces(lines, first, last):
+            body = "".join(lines[start - 1 : end])
+            if body.strip():
+                out.append(_chunk(record, start, end, body, f"{record.path}\n{prefix}\n{body}" if prefix else embed_text_for(record.path, body)))
+    return out
+
+
+def _paragraph_pieces(lines: list[str], first: int, last: int) -> list[tuple[int, int]]:
+    """Split lines first..last at blank lines into pieces of about MARKDOWN_SECTION_BYTES."""
+    pieces: list[tuple[int, int]] = []
+    start, size = first, 0
+    for number in range(first, last + 1):
+        size += len(lines[number - 1].encode("utf-8", errors="surrogatepass"))
+        at_blank = not lines[number - 1].strip()
+        if size >= MARKDOWN_SECTION_BYTES and (at_blank or size >= 4 * MARKDOWN_SECTION_BYTES):
+            pieces.append((start, number))
+            start, size = number + 1, 0
+    if start <= last:
+        pieces.append((start, last))
+    return pieces
+
+
+# ---- choosing a chunker ------------------------------------------------------------------------
+
+CHUNKERS = ("lines", "symbols")
+
+
+def chunker_version(chunker: str) -> str:
+    return f"{chunker}-{CHUNKER_VERSION}-2"
+
+
+def chunk_source(record: FileRecord, text: str, symbols: tuple[Symbol, ...] | None, chunker: str) -> list[Chunk]:
+    """`symbols` (parsed, or None without a grammar) and the chosen chunker decide the cut."""
+    if chunker == "symbols":
+        if record.language == "markdown":
+            return markdown_chunks(record, text)
+        if symbols is not None:
+            return symbol_chunks(record, text, symbols)
+    chunks = chunk_file(record, text)
+    if symbols:  # the parser knows the definitions better than the regular expressions
+        chunks = [
+            replace(c, defines=tuple(dict.fromkeys(compound(s.name) for s in symbols if c.start_line <= s.start_line <= c.end_line)))
+            for c in chunks
+        ]
     return chunks

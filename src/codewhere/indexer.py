@@ -10,11 +10,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from codewhere.chunk import CHUNKER_VERSION, chunk_file, embed_text_for
+from codewhere.chunk import chunk_source, chunker_version
 from codewhere.embed import Embedder
+from codewhere.graph import refresh_resolution
+from codewhere.parse import ParseResult, parse
 from codewhere.scan import read_source, scan
 from codewhere.store import FileState, SqliteStore
-from codewhere.tokens import index_tokens
+from codewhere.tokens import index_tokens, symbol_fts_row
 from codewhere.types import Chunk, FileRecord, Skip, SkipReason
 
 log = logging.getLogger(__name__)
@@ -52,7 +54,7 @@ class _Batch:
 
     def __init__(self, store: SqliteStore) -> None:
         self.store = store
-        self.writes: list[tuple[FileRecord, str, list[Chunk]] | tuple[FileRecord, SkipReason]] = []
+        self.writes: list[tuple[FileRecord, str, list[Chunk], ParseResult | None] | tuple[FileRecord, SkipReason]] = []
         self.stat_updates: list[FileRecord] = []
         self.chunk_count = 0
 
@@ -62,9 +64,13 @@ class _Batch:
     def flush(self, deletes: list[str] | None = None) -> None:
         with self.store.transaction():
             for write in self.writes:
-                if len(write) == 3:
-                    record, digest, chunks = write
-                    self.store.replace_file(record, digest, chunks, [_fts_row(c) for c in chunks])
+                if len(write) == 4:
+                    record, digest, chunks, parsed = write
+                    symbols = parsed.symbols if parsed else ()
+                    self.store.replace_file(
+                        record, digest, chunks, [_fts_row(c) for c in chunks], symbols,
+                        [symbol_fts_row(s.name, s.qualified_name) for s in symbols], parsed.edges if parsed else (),
+                    )
                 else:
                     record, reason = write
                     self.store.record_skipped_file(record, reason)
@@ -80,6 +86,7 @@ def refresh(
     store: SqliteStore,
     progress: Progress | None = None,
     embedder: Embedder | None = None,
+    chunker: str = "symbols",
 ) -> IndexReport:
     """Bring the index of `root` up to date, vectors too when an embedder is given.
 
@@ -87,10 +94,11 @@ def refresh(
     """
     started = time.perf_counter()
     report = IndexReport()
-    if store.meta().get("chunker_version") != CHUNKER_VERSION:
+    version = chunker_version(chunker)
+    if store.meta().get("chunker_version") != version:
         with store.transaction():
             store.clear_files()
-            store.set_meta({"chunker_version": CHUNKER_VERSION})
+            store.set_meta({"chunker_version": version, "chunker": chunker})
     known = store.file_states()
     seen: set[str] = set()
     batch = _Batch(store)
@@ -101,12 +109,14 @@ def refresh(
         seen.add(item.path)
         if progress:
             progress(n, item.path)
-        _visit(root, item, known.get(item.path), batch, report)
+        _visit(root, item, known.get(item.path), batch, report, chunker)
         if batch.full():
             batch.flush()
     removed = [path for path in known if path not in seen]
     report.files_removed = len(removed)
     batch.flush(removed)
+    if report.changed:
+        refresh_resolution(store)
     with store.transaction():
         store.set_meta({"root": str(root), "last_refresh": str(time.time())})
     if embedder is not None:
@@ -126,9 +136,9 @@ def fill_vectors(store: SqliteStore, embedder: Embedder, progress: Progress | No
     """
     done = 0
     while page := store.chunks_without_vectors(VECTOR_BATCH):
-        vectors = embedder.embed_documents([embed_text_for(path, text) for _, path, text in page])
+        vectors = embedder.embed_documents([text for _, text in page])
         with store.transaction():
-            store.add_vectors([h for h, _, _ in page], vectors)
+            store.add_vectors([h for h, _ in page], vectors)
         done += len(page)
         if progress:
             progress(done, "embedding")
@@ -137,7 +147,9 @@ def fill_vectors(store: SqliteStore, embedder: Embedder, progress: Progress | No
     return done
 
 
-def _visit(root: Path, record: FileRecord, known: FileState | None, batch: _Batch, report: IndexReport) -> None:
+def _visit(
+    root: Path, record: FileRecord, known: FileState | None, batch: _Batch, report: IndexReport, chunker: str
+) -> None:
     if known and known.size == record.size and known.mtime_ns == record.mtime_ns:
         if known.skip_reason:
             report.skipped[known.skip_reason] += 1
@@ -158,11 +170,12 @@ def _visit(root: Path, record: FileRecord, known: FileState | None, batch: _Batc
         report.files_unchanged += 1
         batch.stat_updates.append(record)
         return
-    chunks = chunk_file(record, text)
+    parsed = parse(record.language, text)
+    chunks = chunk_source(record, text, parsed.symbols if parsed else None, chunker)
     if known and known.hash is not None:
         report.files_changed += 1
     else:
         report.files_added += 1
     report.chunks_written += len(chunks)
-    batch.writes.append((record, digest, chunks))
+    batch.writes.append((record, digest, chunks, parsed))
     batch.chunk_count += len(chunks)

@@ -85,3 +85,9 @@ def identifier_name(query: str) -> str:
     """The compound of the last segment of a qualified name: `Session.send()` → `send`."""
     last = re.split(r"::|\.|->|#", query.strip().removesuffix("()"))[-1]
     return compound(last.rstrip("!?"))
+
+
+def symbol_fts_row(name: str, qualified_name: str) -> tuple[str, str, str]:
+    """What the symbol-name index holds: the compound name, its parts, and the qualified name's parts."""
+    qualified = " ".join(p for segment in qualified_name.split(".") for p in split_identifier(segment))
+    return compound(name), " ".join(split_identifier(name)), qualified

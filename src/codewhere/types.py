@@ -139,3 +139,51 @@ class Hit:
     language: str
     snippet: str
     why: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SymbolRow:
+    """A stored symbol, as graph questions return it."""
+
+    id: int
+    path: str
+    name: str
+    qualified_name: str
+    kind: str
+    start_line: int
+    end_line: int
+    signature: str
+    doc: str
+    parent: str
+    language: str
+
+    @property
+    def location(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+@dataclass(frozen=True)
+class SymbolRef:
+    id: int
+    file_id: int
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class EdgeRow:
+    id: int
+    file_id: int
+    kind: str
+    target_name: str
+
+
+@dataclass(frozen=True)
+class EdgeHit:
+    kind: str
+    source_id: int | None
+    target_id: int | None
+    target_name: str
+    resolution: str
+    path: str
+    line: int

@@ -157,6 +157,7 @@ def _signature(node) -> str:  # noqa: ANN001
     head = node.text[: end - node.start_byte].decode("utf-8", errors="replace")
     if body is None:
         head = head.split("\n", 1)[0]
+    head = "\n".join(line for line in head.split("\n") if not re.match(r"\s*(#|//)", line))
     head = re.sub(r"\s+", " ", head).strip().rstrip("{:").strip()
     return head[:MAX_SIGNATURE]
 

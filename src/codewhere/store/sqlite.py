@@ -18,12 +18,15 @@ import numpy as np
 import sqlite_vec
 
 from codewhere.errors import IndexFileError, ModelError, QueryError
-from codewhere.types import Chunk, FileKind, FileRecord, Filters, ModelInfo, SkipReason, StoredChunk
+from codewhere.types import (
+    Chunk, Edge, EdgeHit, EdgeRow, FileKind, FileRecord, Filters, ModelInfo, SkipReason, StoredChunk, Symbol,
+    SymbolRef, SymbolRow,
+)
 
 log = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x63776872  # "cwhr": marks a SQLite file as a codewhere index
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 BUSY_TIMEOUT_MS = 10_000
 # bm25 column weights: the path tokens repeat in every chunk of a file, so they count for less.
 BM25_WEIGHT_PATH = 0.5
@@ -47,7 +50,8 @@ CREATE TABLE chunks(
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
     content_hash TEXT NOT NULL,
-    text TEXT NOT NULL
+    text TEXT NOT NULL,
+    embed_text TEXT  -- NULL: not embedded (imports and assignments only)
 );
 CREATE INDEX chunks_file ON chunks(file_id);
 CREATE INDEX chunks_hash ON chunks(content_hash);
@@ -62,6 +66,40 @@ CREATE TABLE embeddings(id INTEGER PRIMARY KEY, content_hash TEXT NOT NULL UNIQU
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     path, body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
 );
+CREATE TABLE symbols(
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    qualified_name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    signature TEXT NOT NULL,
+    doc TEXT NOT NULL,
+    decorators TEXT NOT NULL,
+    parent TEXT NOT NULL
+);
+CREATE INDEX symbols_name ON symbols(name);
+CREATE INDEX symbols_qualified ON symbols(qualified_name);
+CREATE INDEX symbols_file ON symbols(file_id);
+CREATE VIRTUAL TABLE symbols_fts USING fts5(
+    name, split, qualified, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+);
+-- source_id: the enclosing symbol (NULL at module level); target_id: set by resolution.
+CREATE TABLE edges(
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    source_id INTEGER,
+    target_name TEXT NOT NULL,
+    target_id INTEGER,
+    resolution TEXT NOT NULL DEFAULT 'unresolved',
+    line INTEGER NOT NULL
+);
+CREATE INDEX edges_file ON edges(file_id);
+CREATE INDEX edges_source ON edges(source_id);
+CREATE INDEX edges_target ON edges(target_id);
+CREATE INDEX edges_target_name ON edges(target_name);
 """
 
 
@@ -215,25 +253,55 @@ class SqliteStore:
         return int(row[0])
 
     def _delete_chunks_of(self, file_id: int) -> None:
+        """Everything derived from a file's content: chunks, symbols, edges and their FTS rows."""
         self._db.execute(
             "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)", (file_id,)
         )
         self._db.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+        self._db.execute(
+            "DELETE FROM symbols_fts WHERE rowid IN (SELECT id FROM symbols WHERE file_id = ?)", (file_id,)
+        )
+        self._db.execute("DELETE FROM edges WHERE file_id = ?", (file_id,))
+        self._db.execute("DELETE FROM symbols WHERE file_id = ?", (file_id,))
 
     def replace_file(
-        self, record: FileRecord, digest: str, chunks: Sequence[Chunk], fts_rows: Sequence[tuple[str, str]]
+        self,
+        record: FileRecord,
+        digest: str,
+        chunks: Sequence[Chunk],
+        fts_rows: Sequence[tuple[str, str]],
+        symbols: Sequence[Symbol] = (),
+        symbol_fts_rows: Sequence[tuple[str, str, str]] = (),
+        edges: Sequence[Edge] = (),
     ) -> list[int]:
-        """Store a file and its chunks, replacing what the index had for that path.
+        """Store a file with its chunks, symbols and edges, replacing what the index had for that path.
 
-        `fts_rows` holds each chunk's (path tokens, body tokens) for the keyword index.
+        `fts_rows` holds each chunk's (path tokens, body tokens) for the keyword index,
+        `symbol_fts_rows` each symbol's (name, split name, qualified name tokens).
         """
         file_id = self._upsert_file(record, digest, None)
         self._delete_chunks_of(file_id)
+        symbol_ids: dict[str, int] = {}
+        for symbol, fts in zip(symbols, symbol_fts_rows, strict=True):
+            symbol_id = self._db.execute(
+                """INSERT INTO symbols(file_id, name, qualified_name, kind, start_line, end_line, signature, doc,
+                   decorators, parent) VALUES(?,?,?,?,?,?,?,?,?,?) RETURNING id""",
+                (file_id, symbol.name, symbol.qualified_name, symbol.kind, symbol.start_line, symbol.end_line,
+                 symbol.signature, symbol.doc, "\n".join(symbol.decorators), symbol.parent),
+            ).fetchone()[0]
+            symbol_ids.setdefault(symbol.qualified_name, symbol_id)
+            self._db.execute("INSERT INTO symbols_fts(rowid, name, split, qualified) VALUES(?,?,?,?)", (symbol_id, *fts))
+        self._db.executemany(
+            "INSERT INTO edges(file_id, kind, source_id, target_name, line) VALUES(?,?,?,?,?)",
+            [(file_id, e.kind.value, symbol_ids.get(e.source), e.target, e.line) for e in edges],
+        )
         ids: list[int] = []
         for chunk, (path_tokens, body_tokens) in zip(chunks, fts_rows, strict=True):
             chunk_id = self._db.execute(
-                "INSERT INTO chunks(file_id, start_line, end_line, content_hash, text) VALUES(?,?,?,?,?) RETURNING id",
-                (file_id, chunk.start_line, chunk.end_line, chunk.content_hash, chunk.text),
+                """INSERT INTO chunks(file_id, start_line, end_line, content_hash, text, embed_text)
+                   VALUES(?,?,?,?,?,?) RETURNING id""",
+                (file_id, chunk.start_line, chunk.end_line, chunk.content_hash, chunk.text,
+                 chunk.embed_text if chunk.embed else None),
             ).fetchone()[0]
             self._db.execute(
                 "INSERT INTO chunks_fts(rowid, path, body) VALUES(?, ?, ?)", (chunk_id, path_tokens, body_tokens)
@@ -278,16 +346,16 @@ class SqliteStore:
                 f"CREATE VIRTUAL TABLE vec_chunks USING vec0(embedding float[{int(info.dim)}] distance_metric=cosine)"
             )
 
-    def chunks_without_vectors(self, limit: int) -> list[tuple[str, str, str]]:
-        """(content hash, path, text) of up to `limit` distinct chunk texts that have no vector yet."""
+    def chunks_without_vectors(self, limit: int) -> list[tuple[str, str]]:
+        """(content hash, embedding text) of up to `limit` distinct chunk texts that need a vector."""
         rows = self._db.execute(
-            """SELECT c.content_hash, f.path, c.text FROM chunks c JOIN files f ON f.id = c.file_id
-               WHERE c.id IN (SELECT min(id) FROM chunks GROUP BY content_hash)
+            """SELECT c.content_hash, c.embed_text FROM chunks c
+               WHERE c.id IN (SELECT min(id) FROM chunks WHERE embed_text IS NOT NULL GROUP BY content_hash)
                  AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)
                LIMIT ?""",
             (limit,),
         )
-        return [(h, p, t) for h, p, t in rows]
+        return [(h, t) for h, t in rows]
 
     def add_vectors(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
         for content_hash, vector in zip(hashes, vectors, strict=True):
@@ -337,9 +405,99 @@ class SqliteStore:
 
     def clear_files(self) -> None:
         """Forget every file (a chunker change): the next refresh re-reads and re-chunks all."""
-        self._db.execute("DELETE FROM chunks_fts")
-        self._db.execute("DELETE FROM chunks")
-        self._db.execute("DELETE FROM files")
+        for table in ("chunks_fts", "chunks", "symbols_fts", "edges", "symbols", "files"):
+            self._db.execute(f"DELETE FROM {table}")
+
+    # ---- the code graph ------------------------------------------------------------------
+
+    def resolution_inputs(self) -> tuple[list[EdgeRow], list[SymbolRef], set[tuple[int, str]]]:
+        """Every edge, every symbol (id, file, name, kind) and every (file, imported name)."""
+        edges = [EdgeRow(*r) for r in self._db.execute("SELECT id, file_id, kind, target_name FROM edges")]
+        symbols = [SymbolRef(*r) for r in self._db.execute("SELECT id, file_id, name, kind FROM symbols")]
+        imported = {(f, n) for f, n in self._db.execute("SELECT file_id, target_name FROM edges WHERE kind = 'import'")}
+        return edges, symbols, imported
+
+    def set_edge_targets(self, rows: Iterable[tuple[int, int | None, str]]) -> None:
+        self._db.executemany(
+            "UPDATE edges SET target_id = ?, resolution = ? WHERE id = ?", [(t, r, i) for i, t, r in rows]
+        )
+
+    _SYMBOL_COLUMNS = """s.id, f.path, s.name, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature,
+                         s.doc, s.parent, f.language"""
+
+    def _symbol_rows(self, where: str, params: Sequence[object]) -> list[SymbolRow]:
+        sql = f"SELECT {self._SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id WHERE {where}"
+        return [SymbolRow(*r) for r in self._db.execute(sql, params)]
+
+    def symbols_named(self, name: str) -> list[SymbolRow]:
+        return self._symbol_rows("s.name = ? ORDER BY f.path, s.start_line", (name,))
+
+    def symbols_qualified(self, qualified: str) -> list[SymbolRow]:
+        return self._symbol_rows(
+            "(s.qualified_name = ? OR s.qualified_name LIKE ? ESCAPE '\\') ORDER BY f.path, s.start_line",
+            (qualified, "%." + qualified.replace("%", "\\%").replace("_", "\\_")),
+        )
+
+    def symbols_at(self, path: str, line: int) -> list[SymbolRow]:
+        """Symbols whose span holds the line, innermost first."""
+        return self._symbol_rows(
+            "f.path = ? AND s.start_line <= ? AND s.end_line >= ? ORDER BY s.start_line DESC, s.end_line ASC",
+            (path, line, line),
+        )
+
+    def symbols_by_id(self, ids: Sequence[int]) -> dict[int, SymbolRow]:
+        if not ids:
+            return {}
+        rows = self._symbol_rows(f"s.id IN ({','.join('?' * len(ids))})", list(ids))
+        return {r.id: r for r in rows}
+
+    def outline(self, path: str) -> list[SymbolRow]:
+        return self._symbol_rows("f.path = ? ORDER BY s.start_line, s.end_line DESC", (path,))
+
+    def symbol_search(self, match: str, limit: int) -> list[SymbolRow]:
+        """Symbols whose name tokens match an FTS5 expression, best BM25 first."""
+        sql = f"""SELECT {self._SYMBOL_COLUMNS} FROM symbols_fts JOIN symbols s ON s.id = symbols_fts.rowid
+                  JOIN files f ON f.id = s.file_id WHERE symbols_fts MATCH ?
+                  ORDER BY bm25(symbols_fts, 4.0, 2.0, 1.0), f.path LIMIT ?"""
+        try:
+            return [SymbolRow(*r) for r in self._db.execute(sql, (match, limit))]
+        except apsw.SQLError as exc:
+            raise QueryError(f"the symbol query could not run ({exc})", "remove unusual punctuation") from exc
+
+    def edges_to(self, symbol_ids: Sequence[int], kinds: Sequence[str]) -> list[EdgeHit]:
+        """Edges resolved to any of the symbols (who calls / imports / extends them)."""
+        if not symbol_ids:
+            return []
+        sql = f"""SELECT e.kind, e.source_id, e.target_id, e.target_name, e.resolution, f.path, e.line
+                  FROM edges e JOIN files f ON f.id = e.file_id
+                  WHERE e.target_id IN ({','.join('?' * len(symbol_ids))}) AND e.kind IN ({','.join('?' * len(kinds))})
+                  ORDER BY f.path, e.line"""
+        return [EdgeHit(*r) for r in self._db.execute(sql, (*symbol_ids, *kinds))]
+
+    def unresolved_edges_named(self, name: str, kinds: Sequence[str]) -> list[EdgeHit]:
+        """Edges to `name` that resolution could not pin to one symbol (ambiguous or external)."""
+        sql = f"""SELECT e.kind, e.source_id, e.target_id, e.target_name, e.resolution, f.path, e.line
+                  FROM edges e JOIN files f ON f.id = e.file_id
+                  WHERE e.target_name = ? AND e.target_id IS NULL AND e.kind IN ({','.join('?' * len(kinds))})
+                  ORDER BY f.path, e.line"""
+        return [EdgeHit(*r) for r in self._db.execute(sql, (name, *kinds))]
+
+    def edges_from(self, symbol_id: int, kinds: Sequence[str]) -> list[EdgeHit]:
+        sql = f"""SELECT e.kind, e.source_id, e.target_id, e.target_name, e.resolution, f.path, e.line
+                  FROM edges e JOIN files f ON f.id = e.file_id
+                  WHERE e.source_id = ? AND e.kind IN ({','.join('?' * len(kinds))}) ORDER BY e.line"""
+        return [EdgeHit(*r) for r in self._db.execute(sql, (symbol_id, *kinds))]
+
+    def graph_stats(self) -> dict[str, object]:
+        by_resolution = dict(self._db.execute("SELECT kind || ':' || resolution, count(*) FROM edges GROUP BY 1"))
+        per_language = {}
+        for language, kind, resolution, n in self._db.execute(
+            """SELECT f.language, e.kind, e.resolution, count(*) FROM edges e JOIN files f ON f.id = e.file_id
+               GROUP BY 1, 2, 3"""
+        ):
+            per_language.setdefault(language, {}).setdefault(kind, {})[resolution] = n
+        symbols = dict(self._db.execute("SELECT kind, count(*) FROM symbols GROUP BY 1"))
+        return {"symbols": symbols, "edges": by_resolution, "per_language": per_language}
 
     # ---- reading -------------------------------------------------------------------------
 

@@ -1,0 +1,181 @@
+"""Graph questions over the store: resolve edges to symbols, then refs, callers, callees, impact."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from codewhere.errors import QueryError
+from codewhere.store import SqliteStore
+from codewhere.tokens import split_identifier
+from codewhere.types import EdgeHit, EdgeRow, SymbolRef, SymbolRow
+
+CALLABLE = frozenset({"function", "method", "class", "struct"})  # a class name called is its constructor
+TYPE_LIKE = frozenset({"class", "struct", "interface", "trait", "enum", "type"})
+
+
+class Resolution:
+    SAME_FILE = "same-file"
+    IMPORT = "import"
+    UNIQUE = "unique"
+    AMBIGUOUS = "ambiguous"
+    EXTERNAL = "external"
+
+
+def resolve_edges(
+    edges: Iterable[EdgeRow], symbols: Iterable[SymbolRef], imported: set[tuple[int, str]]
+) -> list[tuple[int, int | None, str]]:
+    """(edge id, target symbol id or None, resolution) for every edge, by name alone.
+
+    A name defined in the edge's own file wins; then a name the file imports that exactly one
+    symbol in the repo has; then a name only one symbol has; several candidates are ambiguous
+    and none is external. Unresolved edges are kept with their name.
+    """
+    by_name: dict[str, list[SymbolRef]] = defaultdict(list)
+    for symbol in symbols:
+        by_name[symbol.name].append(symbol)
+    out = []
+    for edge in edges:
+        candidates = by_name.get(edge.target_name, [])
+        if edge.kind == "call":
+            candidates = [s for s in candidates if s.kind in CALLABLE]
+        elif edge.kind == "inherit":
+            candidates = [s for s in candidates if s.kind in TYPE_LIKE]
+        same_file = [s for s in candidates if s.file_id == edge.file_id]
+        if edge.kind != "import" and same_file:
+            out.append((edge.id, same_file[0].id, Resolution.SAME_FILE))
+        elif len(candidates) == 1:
+            kind = Resolution.IMPORT if (edge.file_id, edge.target_name) in imported or edge.kind == "import" else Resolution.UNIQUE
+            out.append((edge.id, candidates[0].id, kind))
+        elif candidates:
+            out.append((edge.id, None, Resolution.AMBIGUOUS))
+        else:
+            out.append((edge.id, None, Resolution.EXTERNAL))
+    return out
+
+
+def refresh_resolution(store: SqliteStore) -> None:
+    """Re-resolve every edge: cheap next to parsing, and edges into changed files stay right."""
+    edges, symbols, imported = store.resolution_inputs()
+    with store.transaction():
+        store.set_edge_targets(resolve_edges(edges, symbols, imported))
+
+
+# ---- choosing a symbol ----------------------------------------------------------------------
+
+
+def find_symbols(store: SqliteStore, spec: str) -> list[SymbolRow]:
+    """`name`, `Owner.name` / `Owner::name`, or `path:line`."""
+    spec = spec.strip()
+    if m := re.fullmatch(r"(.+):(\d+)", spec):
+        return store.symbols_at(m.group(1).lstrip("./"), int(m.group(2)))[:1]
+    qualified = re.sub(r"::|#|->", ".", spec).removesuffix("()")
+    if "." in qualified:
+        return store.symbols_qualified(qualified)
+    return store.symbols_named(qualified)
+
+
+def one_symbol(store: SqliteStore, spec: str) -> SymbolRow:
+    found = find_symbols(store, spec)
+    if not found:
+        raise QueryError(f"no symbol named {spec!r} in the index", "try `codewhere symbols WORD` to find its exact name")
+    if len(found) > 1:
+        shown = ", ".join(f"{s.qualified_name} ({s.path}:{s.start_line})" for s in found[:5])
+        more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+        raise QueryError(
+            f"{spec!r} names {len(found)} symbols: {shown}{more}",
+            "pick one with a qualified name (Owner.name) or path:line",
+        )
+    return found[0]
+
+
+# ---- answers ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reference:
+    kind: str  # call, import, inherit
+    path: str
+    line: int
+    source: SymbolRow | None  # the enclosing symbol; None at module level
+    resolution: str
+    target: SymbolRow | None = None
+    target_name: str = ""
+
+
+def _references(store: SqliteStore, hits: list[EdgeHit]) -> list[Reference]:
+    rows = store.symbols_by_id([i for h in hits for i in (h.source_id, h.target_id) if i is not None])
+    return [
+        Reference(h.kind, h.path, h.line, rows.get(h.source_id) if h.source_id else None, h.resolution,
+                  rows.get(h.target_id) if h.target_id else None, h.target_name)
+        for h in hits
+    ]
+
+
+def refs(store: SqliteStore, symbol: SymbolRow) -> list[Reference]:
+    """Every call, import and inheritance that resolves to the symbol, then the ambiguous ones
+    that might (same name, several candidates)."""
+    kinds = ("call", "import", "inherit")
+    resolved = store.edges_to([symbol.id], kinds)
+    maybe = [h for h in store.unresolved_edges_named(symbol.name, kinds) if h.resolution == Resolution.AMBIGUOUS]
+    return _references(store, resolved + maybe)
+
+
+def callers(store: SqliteStore, symbol: SymbolRow) -> list[Reference]:
+    return _references(store, store.edges_to([symbol.id], ("call",)))
+
+
+def callees(store: SqliteStore, symbol: SymbolRow) -> list[Reference]:
+    return _references(store, store.edges_from(symbol.id, ("call",)))
+
+
+@dataclass(frozen=True)
+class Impacted:
+    symbol: SymbolRow
+    distance: int
+    via: str  # call or inherit
+
+
+def impact(store: SqliteStore, symbol: SymbolRow, depth: int = 3) -> list[Impacted]:
+    """Symbols that may break if `symbol` changes: transitive callers and subclasses, nearest first."""
+    if depth < 1:
+        raise QueryError(f"--depth must be at least 1, got {depth}", "pass --depth 3")
+    seen = {symbol.id}
+    frontier = [symbol.id]
+    out: list[Impacted] = []
+    for distance in range(1, depth + 1):
+        hits = store.edges_to(frontier, ("call", "inherit"))
+        next_ids = []
+        found: dict[int, str] = {}
+        for h in hits:
+            if h.source_id is not None and h.source_id not in seen:
+                seen.add(h.source_id)
+                next_ids.append(h.source_id)
+                found[h.source_id] = h.kind
+        rows = store.symbols_by_id(next_ids)
+        out.extend(Impacted(rows[i], distance, found[i]) for i in next_ids if i in rows)
+        frontier = next_ids
+        if not frontier:
+            break
+    return out
+
+
+def symbol_search(store: SqliteStore, query: str, limit: int = 20) -> list[SymbolRow]:
+    """cartog's cascade over name tokens: the exact phrase, else all terms, else any term."""
+    terms = [t for t in dict.fromkeys(split_identifier(query) or [query.lower()]) if t]
+    compound = re.sub(r"[\W_]+", "", query).lower()
+    if not terms and not compound:
+        return []
+    quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
+    levels = []
+    if compound:
+        levels.append(f'name : "{compound}"')
+    if quoted:
+        levels += ["split : " + '"' + " ".join(terms) + '"', " AND ".join(quoted), " OR ".join(quoted)]
+    for match in levels:
+        found = store.symbol_search(match, limit)
+        if found:
+            return found
+    return []
