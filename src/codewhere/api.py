@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
-from codewhere import indexer
+from codewhere import graph, indexer
+from codewhere.chunk import CHUNKERS
 from codewhere.config import Settings
 from codewhere.embed import Embedder
 from codewhere.embed.registry import DEFAULT_MODEL, BuildProgress, load_embedder
@@ -19,7 +20,7 @@ from codewhere.indexer import IndexReport, Progress
 from codewhere.search import engine
 from codewhere.store import SqliteStore, StoreStats
 from codewhere.locks import index_writer_lock
-from codewhere.types import FileKind, Filters, Hit, Mode
+from codewhere.types import FileKind, Filters, Hit, Mode, SymbolRow
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,7 @@ class Index:
         rebuild: bool = False,
         model: str | None = None,
         embedder: Embedder | None = None,
+        chunker: str | None = None,
     ) -> Self:
         """Open (or create) the index of `path`.
 
@@ -78,6 +80,10 @@ class Index:
         settings = settings or Settings.from_env()
         if model:
             settings = replace(settings, model=model)
+        if chunker:
+            settings = replace(settings, chunker=chunker)
+        if settings.chunker not in CHUNKERS:
+            raise QueryError(f"unknown chunker {settings.chunker!r}", f"use one of: {', '.join(CHUNKERS)}")
         root = resolve_root(path)
         file = Path(index_path).expanduser().resolve() if index_path else settings.index_path_for(root)
         if file.is_relative_to(root) and not index_path:
@@ -140,7 +146,7 @@ class Index:
         with index_writer_lock(self.store.path, wait):
             if embedder is not None and self.store.model() is None:
                 self.store.bind_model(embedder.info)
-            report = indexer.refresh(self.root, self.store, progress, embedder)
+            report = indexer.refresh(self.root, self.store, progress, embedder, self.settings.chunker)
         if report.files_kept == 0:
             skipped = ", ".join(f"{n} {reason}" for reason, n in report.skipped.most_common()) or "the folder is empty"
             raise PathError(
@@ -221,6 +227,42 @@ class Index:
         result = run_eval(query_file, methods, is_indexed, grep_count)
         result.scope = tuple(filters.scopes)
         return result
+
+    # ---- graph questions -----------------------------------------------------------------
+
+    def outline(self, path: str) -> list[SymbolRow]:
+        rel = normalise_scope(self.root, path)
+        if rel not in set(self.store.indexed_paths(Filters(scopes=(rel,)))):
+            raise QueryError(f"{path} is not an indexed file under {self.root}", "give a file path relative to the root")
+        return self.store.outline(rel)
+
+    def symbols(self, query: str, limit: int = 20) -> list[SymbolRow]:
+        if not query.strip():
+            raise QueryError("the symbol query is empty", "give a name or part of one")
+        return graph.symbol_search(self.store, query, limit)
+
+    def symbol(self, spec: str) -> SymbolRow:
+        """The one symbol `spec` names (`name`, `Owner.name` or `path:line`); ambiguity is an error."""
+        return graph.one_symbol(self.store, spec)
+
+    def refs(self, spec: str) -> tuple[SymbolRow, list[graph.Reference]]:
+        symbol = self.symbol(spec)
+        return symbol, graph.refs(self.store, symbol)
+
+    def callers(self, spec: str) -> tuple[SymbolRow, list[graph.Reference]]:
+        symbol = self.symbol(spec)
+        return symbol, graph.callers(self.store, symbol)
+
+    def callees(self, spec: str) -> tuple[SymbolRow, list[graph.Reference]]:
+        symbol = self.symbol(spec)
+        return symbol, graph.callees(self.store, symbol)
+
+    def impact(self, spec: str, depth: int = 3) -> tuple[SymbolRow, list[graph.Impacted]]:
+        symbol = self.symbol(spec)
+        return symbol, graph.impact(self.store, symbol, depth)
+
+    def graph_stats(self) -> dict[str, object]:
+        return self.store.graph_stats()
 
     def status(self) -> StoreStats:
         return self.store.stats()

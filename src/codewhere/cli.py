@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -15,6 +16,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from codewhere import __version__, render
 from codewhere.api import DEFAULT_K, EVAL_DEPTH, Index
+from codewhere.chunk import CHUNKERS
 from codewhere.errors import CodewhereError, QueryError
 from codewhere.eval_report import html_report
 from codewhere.evaluate import load_query_file, result_csv, result_json
@@ -28,6 +30,7 @@ err_console = Console(stderr=True)
 
 def _add_index_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index", metavar="FILE", help="index file to use (default: one per folder in the user cache dir)")
+    p.add_argument("--chunker", choices=CHUNKERS, help="symbols (default, where a grammar exists) or lines")
     p.add_argument(
         "--model", metavar="NAME",
         help="embedding model: 'default', a model2vec folder or Hugging Face id (default: $CODEWHERE_MODEL, "
@@ -72,6 +75,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="FILE.html", help="also write a self-contained HTML report")
     _add_index_options(p)
 
+    for name, help_text in (
+        ("refs", "every call, import and inheritance that refers to a symbol"),
+        ("callers", "who calls a symbol"),
+        ("callees", "what a symbol calls"),
+        ("impact", "what may break if a symbol changes: transitive callers and subclasses"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("name", help="a name, Owner.name, or path:line")
+        p.add_argument("path", nargs="?", default=".", help="indexed folder (default: .)")
+        if name == "impact":
+            p.add_argument("--depth", type=int, default=3, help="how many call levels up (default 3)")
+        p.add_argument("--json", action="store_true")
+        _add_index_options(p)
+
+    p = sub.add_parser("outline", help="the symbols of one file, nested")
+    p.add_argument("file", help="a file inside the indexed folder")
+    p.add_argument("--root", default=None, help="indexed folder (default: the current one, or the file's repo)")
+    p.add_argument("--json", action="store_true")
+    _add_index_options(p)
+
+    p = sub.add_parser("symbols", help="find symbols by name (exact, then all words, then any word)")
+    p.add_argument("query")
+    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("-k", type=int, default=20)
+    p.add_argument("--json", action="store_true")
+    _add_index_options(p)
+
+    p = sub.add_parser("graph-stats", help="symbols and edges by resolution level, per language")
+    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("--json", action="store_true")
+    _add_index_options(p)
+
     p = sub.add_parser("status", help="describe a folder's index")
     p.add_argument("path", nargs="?", default=".")
     p.add_argument("--json", action="store_true")
@@ -79,8 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _open(args: argparse.Namespace, rebuild: bool = False) -> Index:
-    index = Index.open(args.path, args.index, rebuild=rebuild, model=args.model)
+def _open(args: argparse.Namespace, rebuild: bool = False, path: str | None = None) -> Index:
+    index = Index.open(path or args.path, args.index, rebuild=rebuild, model=args.model, chunker=args.chunker)
     if err_console.is_terminal:
         index.model_build_progress = _model_build_bar()
     return index
@@ -190,7 +225,82 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return EXIT_HITS
 
 
-COMMANDS = {"index": _cmd_index, "search": _cmd_search, "eval": _cmd_eval, "status": _cmd_status}
+def _graph_index(args: argparse.Namespace, path: str | None = None) -> Index:
+    """Graph commands need symbols, not vectors: refresh text only."""
+    index = _open(args, path=path)
+    with _progress(err_console.is_terminal and not args.json) as progress:
+        index.refresh_if_free(progress, vectors=False)
+    return index
+
+
+def _cmd_graph(args: argparse.Namespace) -> int:
+    with _graph_index(args) as index:
+        if args.command == "impact":
+            symbol, impacted = index.impact(args.name, args.depth)
+            if args.json:
+                print(render.graph_json(symbol, "impact", [
+                    {**render.symbol_dict(i.symbol), "distance": i.distance, "via": i.via} for i in impacted]))
+            else:
+                print(render.symbol_line(symbol))
+                for item in impacted:
+                    print(f"  {item.distance}  {item.via:<7} {render.symbol_line(item.symbol)}")
+            return EXIT_HITS if impacted else EXIT_NO_HITS
+        symbol, references = getattr(index, args.command)(args.name)
+        if args.json:
+            print(render.graph_json(symbol, args.command, [render.reference_dict(r) for r in references]))
+        else:
+            print(render.symbol_line(symbol))
+            for r in references:
+                print("  " + render.reference_line(r, outgoing=args.command == "callees"))
+        return EXIT_HITS if references else EXIT_NO_HITS
+
+
+def _cmd_outline(args: argparse.Namespace) -> int:
+    file = Path(args.file)
+    root = args.root or "."
+    with _graph_index(args, path=root) as index:
+        target = file if file.is_absolute() else (Path.cwd() / file)
+        symbols = index.outline(str(target.resolve()) if target.exists() else args.file)
+        if args.json:
+            print(json.dumps([render.symbol_dict(s) for s in symbols]))
+        else:
+            for line in render.outline_lines(symbols):
+                print(line)
+    return EXIT_HITS if symbols else EXIT_NO_HITS
+
+
+def _cmd_symbols(args: argparse.Namespace) -> int:
+    with _graph_index(args) as index:
+        found = index.symbols(args.query, args.k)
+        if args.json:
+            print(json.dumps([render.symbol_dict(s) for s in found]))
+        else:
+            for s in found:
+                print(render.symbol_line(s))
+    return EXIT_HITS if found else EXIT_NO_HITS
+
+
+def _cmd_graph_stats(args: argparse.Namespace) -> int:
+    with _graph_index(args) as index:
+        stats = index.graph_stats()
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        print("symbols: " + ", ".join(f"{k} {n}" for k, n in sorted(stats["symbols"].items())))
+        for language, kinds in sorted(stats["per_language"].items()):
+            for kind, levels in sorted(kinds.items()):
+                total = sum(levels.values())
+                resolved = sum(n for level, n in levels.items() if level not in {"ambiguous", "external", "unresolved"})
+                detail = ", ".join(f"{level} {n}" for level, n in sorted(levels.items()))
+                print(f"{language or 'other'} {kind}: {total} edges, {resolved / total:.0%} resolved ({detail})")
+    return EXIT_HITS
+
+
+COMMANDS = {
+    "index": _cmd_index, "search": _cmd_search, "eval": _cmd_eval, "status": _cmd_status,
+    "refs": _cmd_graph, "callers": _cmd_graph, "callees": _cmd_graph, "impact": _cmd_graph,
+    "outline": _cmd_outline, "symbols": _cmd_symbols, "graph-stats": _cmd_graph_stats,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,6 +17,7 @@ class Settings:
     lock_wait_seconds: float = 30.0
     model: str | None = None  # None: the index's own model, else the built-in default
     models_dir: Path | None = None  # where built models live; default: <cache_dir>/models
+    chunker: str = "symbols"  # "symbols" (where a grammar exists) or "lines"
 
     @property
     def model_cache(self) -> Path:
@@ -30,6 +31,8 @@ class Settings:
             settings = replace(settings, lock_wait_seconds=float(wait))
         if models := os.environ.get("CODEWHERE_MODELS_DIR"):
             settings = replace(settings, models_dir=Path(models))
+        if chunker := os.environ.get("CODEWHERE_CHUNKER"):
+            settings = replace(settings, chunker=chunker)
         if model := os.environ.get("CODEWHERE_MODEL"):
             settings = replace(settings, model=model)
         return settings

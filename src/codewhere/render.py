@@ -11,9 +11,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from codewhere.evaluate import EvalResult
+from codewhere.graph import Reference
 from codewhere.indexer import IndexReport
 from codewhere.store import StoreStats
-from codewhere.types import Hit
+from codewhere.types import Hit, SymbolRow
 
 
 def hits_json(query: str, root: Path, hits: list[Hit]) -> str:
@@ -138,3 +139,46 @@ def eval_table(result: EvalResult, depth: int) -> Table:
         cells = [fmt.format(getattr(summary[m], attr)) for m in result.methods]
         table.add_row(f"[bold]{label}[/]", *blanks, *cells, *([""] * len(published)))
     return table
+
+
+# ---- graph answers ---------------------------------------------------------------------------
+
+
+def symbol_dict(s: SymbolRow) -> dict[str, object]:
+    return {"name": s.name, "qualified_name": s.qualified_name, "kind": s.kind, "path": s.path,
+            "start_line": s.start_line, "end_line": s.end_line, "signature": s.signature, "parent": s.parent}
+
+
+def symbol_line(s: SymbolRow, indent: int = 0) -> str:
+    return f"{'  ' * indent}{s.path}:{s.start_line}-{s.end_line}  {s.kind} {s.qualified_name}  {s.signature}"
+
+
+def outline_lines(symbols: list[SymbolRow]) -> list[str]:
+    depth: dict[str, int] = {}
+    out = []
+    for s in symbols:
+        level = depth.get(s.parent, -1) + 1 if s.parent else 0
+        depth[s.qualified_name] = level
+        out.append(f"{'  ' * level}{s.start_line}-{s.end_line}  {s.kind} {s.name}  {s.signature}")
+    return out
+
+
+def reference_dict(r: Reference) -> dict[str, object]:
+    return {
+        "kind": r.kind, "path": r.path, "line": r.line, "resolution": r.resolution,
+        "from": symbol_dict(r.source) if r.source else None,
+        "to": symbol_dict(r.target) if r.target else None,
+        "target_name": r.target_name,
+    }
+
+
+def reference_line(r: Reference, outgoing: bool = False) -> str:
+    if outgoing:
+        where = f"{r.target.qualified_name} ({r.target.path}:{r.target.start_line})" if r.target else r.target_name
+        return f"{r.path}:{r.line}  {r.kind} → {where}  [{r.resolution}]"
+    who = r.source.qualified_name if r.source else "<module>"
+    return f"{r.path}:{r.line}  {r.kind} from {who}  [{r.resolution}]"
+
+
+def graph_json(symbol: SymbolRow, key: str, items: list[dict[str, object]]) -> str:
+    return json.dumps({"symbol": symbol_dict(symbol), key: items}, ensure_ascii=False)
