@@ -29,9 +29,9 @@ def resolve_edges(
 ) -> list[tuple[int, int | None, str]]:
     """(edge id, target symbol id or None, resolution) for every edge, by name alone.
 
-    A name defined in the edge's own file wins; then a name the file imports that exactly one
-    symbol in the repo has; then a name only one symbol has; several candidates are ambiguous
-    and none is external. Unresolved edges are kept with their name.
+    A member of the caller's own class wins; then a name defined in the edge's own file; then a
+    name the file imports that exactly one symbol in the repo has; then a name only one symbol
+    has; several candidates are ambiguous and none is external. Unresolved edges keep their name.
     """
     by_name: dict[str, list[SymbolRef]] = defaultdict(list)
     for symbol in symbols:
@@ -44,7 +44,10 @@ def resolve_edges(
         elif edge.kind == "inherit":
             candidates = [s for s in candidates if s.kind in TYPE_LIKE]
         same_file = [s for s in candidates if s.file_id == edge.file_id]
-        if edge.kind != "import" and same_file:
+        same_class = [s for s in same_file if edge.source_parent and s.parent == edge.source_parent]
+        if edge.kind == "call" and same_class:
+            out.append((edge.id, same_class[0].id, Resolution.SAME_FILE))
+        elif edge.kind != "import" and same_file:
             out.append((edge.id, same_file[0].id, Resolution.SAME_FILE))
         elif len(candidates) == 1:
             kind = Resolution.IMPORT if (edge.file_id, edge.target_name) in imported or edge.kind == "import" else Resolution.UNIQUE

@@ -168,6 +168,7 @@ class SymbolRef:
     file_id: int
     name: str
     kind: str
+    parent: str = ""
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,7 @@ class EdgeRow:
     file_id: int
     kind: str
     target_name: str
+    source_parent: str = ""  # the class of the calling method: `self.x()` prefers that class's x
 
 
 @dataclass(frozen=True)

@@ -120,8 +120,11 @@ def _symbols(defs: list[_Def], language: str) -> list[Symbol]:
         kind = d.kind
         parent = d.parent
         owner = d.owner or (parent.name if parent else "")
-        if kind == "function" and (d.owner or (parent and parent.kind in CONTAINER_KINDS and parent.kind != "module")):
+        in_container = bool(d.owner or (parent and parent.kind in CONTAINER_KINDS and parent.kind != "module"))
+        if kind == "function" and in_container:
             kind = "method"
+        elif kind == "method" and not in_container:  # Ruby's top-level `def`, C# local functions
+            kind = "function"
         prefix = parent.qualified if parent else ""
         if d.owner:
             prefix = f"{prefix}.{d.owner}" if prefix else d.owner

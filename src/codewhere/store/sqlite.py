@@ -412,8 +412,11 @@ class SqliteStore:
 
     def resolution_inputs(self) -> tuple[list[EdgeRow], list[SymbolRef], set[tuple[int, str]]]:
         """Every edge, every symbol (id, file, name, kind) and every (file, imported name)."""
-        edges = [EdgeRow(*r) for r in self._db.execute("SELECT id, file_id, kind, target_name FROM edges")]
-        symbols = [SymbolRef(*r) for r in self._db.execute("SELECT id, file_id, name, kind FROM symbols")]
+        edges = [EdgeRow(*r) for r in self._db.execute(
+            """SELECT e.id, e.file_id, e.kind, e.target_name, coalesce(s.parent, '')
+               FROM edges e LEFT JOIN symbols s ON s.id = e.source_id"""
+        )]
+        symbols = [SymbolRef(*r) for r in self._db.execute("SELECT id, file_id, name, kind, parent FROM symbols")]
         imported = {(f, n) for f, n in self._db.execute("SELECT file_id, target_name FROM edges WHERE kind = 'import'")}
         return edges, symbols, imported
 

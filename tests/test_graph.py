@@ -1,0 +1,163 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from codewhere.api import Index
+from codewhere.config import Settings
+from codewhere.errors import QueryError
+from codewhere.graph import Resolution, resolve_edges
+from codewhere.types import EdgeRow, SymbolRef
+from tests.conftest import write_tree
+
+FIXTURES = Path(__file__).with_name("fixtures") / "graph"
+TRUTH = json.loads((FIXTURES / "truth.json").read_text())
+
+
+def indexed(tmp_path: Path, language: str) -> Index:
+    root = tmp_path / language
+    shutil.copytree(FIXTURES / language, root)
+    index = Index.open(root, settings=Settings.from_env())
+    index.refresh(vectors=False)
+    return index
+
+
+def call_pairs(index: Index) -> set[tuple[str, str]]:
+    pairs = set()
+    symbols = [s for path in index.store.indexed_paths(index._filters((), False, False)) for s in index.store.outline(path)]
+    for symbol in symbols:
+        for edge in index.store.edges_from(symbol.id, ("call",)):
+            if edge.target_id is not None:
+                target = index.store.symbols_by_id([edge.target_id])[edge.target_id]
+                pairs.add((symbol.qualified_name, target.qualified_name))
+    return pairs
+
+
+@pytest.mark.parametrize("language", sorted(TRUTH))
+def test_symbols_are_exactly_the_hand_made_truth(tmp_path: Path, language: str) -> None:
+    with indexed(tmp_path, language) as index:
+        found = {
+            s.qualified_name: s.kind
+            for path in index.store.indexed_paths(index._filters((), False, False))
+            for s in index.store.outline(path)
+        }
+    assert found == TRUTH[language]["symbols"]
+
+
+@pytest.mark.parametrize("language", sorted(TRUTH))
+def test_resolved_call_edges_have_full_precision_and_recall(tmp_path: Path, language: str) -> None:
+    with indexed(tmp_path, language) as index:
+        found = call_pairs(index)
+    truth = {tuple(pair) for pair in TRUTH[language]["calls"]}
+    assert found == truth  # precision 1.0 (nothing extra) and recall 1.0 (nothing missing)
+
+
+@pytest.mark.parametrize("language", sorted(lang for lang in TRUTH if "inherits" in TRUTH[lang]))
+def test_inheritance_edges(tmp_path: Path, language: str) -> None:
+    with indexed(tmp_path, language) as index:
+        pairs = set()
+        for base_name in {b for _, b in TRUTH[language]["inherits"]}:
+            base = index.symbol(base_name)
+            for ref in index.refs(base_name)[1]:
+                if ref.kind == "inherit" and ref.source:
+                    pairs.add((ref.source.qualified_name, base.qualified_name))
+    assert pairs == {tuple(p) for p in TRUTH[language]["inherits"]}
+
+
+def test_python_symbol_details(tmp_path: Path) -> None:
+    with indexed(tmp_path, "python") as index:
+        side = index.symbol("Square.side")
+        shape = index.symbol("Shape")
+        (describe,) = [s for s in index.outline("shapes.py") if s.name == "describe"]
+    assert side.start_line == 15 and side.end_line == 17  # the decorator starts the span
+    assert describe.signature == "def describe(self)" and describe.parent == "Shape"
+    assert shape.doc == "A shape."
+
+
+def test_impact_walks_callers_and_subclasses_with_distance(tmp_path: Path) -> None:
+    with indexed(tmp_path, "python") as index:
+        _, impacted = index.impact("square", depth=3)
+        assert [(i.symbol.qualified_name, i.distance) for i in impacted] == [("area_of", 1), ("Square.area", 2)]
+        _, by_shape = index.impact("Shape", depth=1)
+        assert [(i.symbol.qualified_name, i.via) for i in by_shape] == [("Square", "inherit")]
+
+
+def test_ambiguous_names_list_candidates_and_path_line_selects(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", {
+        "a.py": "def run():\n    helper()\n\ndef helper():\n    pass\n",
+        "b.py": "def run():\n    pass\n",
+    })
+    with Index.open(root, settings=Settings.from_env()) as index:
+        index.refresh(vectors=False)
+        with pytest.raises(QueryError) as err:
+            index.callees("run")
+        assert "a.py:1" in str(err.value) and "b.py:1" in str(err.value)
+        symbol, refs = index.callees("a.py:2")
+        assert symbol.path == "a.py" and [r.target.qualified_name for r in refs if r.target] == ["helper"]
+        with pytest.raises(QueryError, match="no symbol"):
+            index.callers("nothing_like_this")
+
+
+def test_edges_into_a_changed_file_are_re_resolved(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", {
+        "caller.py": "from lib import work\n\ndef main():\n    work()\n",
+        "lib.py": "def work():\n    pass\n",
+    })
+    with Index.open(root, settings=Settings.from_env()) as index:
+        index.refresh(vectors=False)
+        assert [r.source.qualified_name for r in index.callers("work")[1]] == ["main"]
+        (root / "lib.py").write_text("def other():\n    pass\n\n\ndef work():\n    return 1\n")
+        index.refresh(vectors=False)
+        symbol, callers = index.callers("work")
+        assert symbol.start_line == 5 and [r.resolution for r in callers] == [Resolution.IMPORT]
+        (root / "lib.py").unlink()
+        index.refresh(vectors=False)
+        assert index.store.unresolved_edges_named("work", ("call",))[0].resolution == Resolution.EXTERNAL
+
+
+def test_resolution_levels_on_hand_made_rows() -> None:
+    symbols = [SymbolRef(1, 10, "save", "method", "Model"), SymbolRef(2, 20, "save", "function"),
+               SymbolRef(3, 30, "load", "function"), SymbolRef(4, 10, "Model", "class")]
+    edges = [
+        EdgeRow(100, 10, "call", "save", "Model"),  # own class
+        EdgeRow(101, 20, "call", "save"),  # same file
+        EdgeRow(102, 40, "call", "save"),  # two candidates elsewhere
+        EdgeRow(103, 40, "call", "load"),  # unique, imported
+        EdgeRow(104, 50, "call", "load"),  # unique, not imported
+        EdgeRow(105, 40, "call", "print"),  # nothing
+        EdgeRow(106, 40, "inherit", "Model"),
+    ]
+    resolved = resolve_edges(edges, symbols, {(40, "load")})
+    assert resolved == [
+        (100, 1, Resolution.SAME_FILE), (101, 2, Resolution.SAME_FILE), (102, None, Resolution.AMBIGUOUS),
+        (103, 3, Resolution.IMPORT), (104, 3, Resolution.UNIQUE), (105, None, Resolution.EXTERNAL),
+        (106, 4, Resolution.UNIQUE),
+    ]
+
+
+def test_cli_graph_commands(tmp_path: Path, cli) -> None:
+    root = tmp_path / "python"
+    shutil.copytree(FIXTURES / "python", root)
+    callers = cli("callers", "format_name", str(root), "--json")
+    assert callers.code == 0, callers.err
+    payload = callers.json()
+    assert payload["symbol"]["qualified_name"] == "format_name"
+    assert [(c["from"]["qualified_name"], c["line"]) for c in payload["callers"]] == [("Shape.describe", 8)]
+    outline = cli("outline", "shapes.py", "--root", str(root))
+    assert outline.code == 0 and outline.out.splitlines()[1].startswith("  7-8  method describe")
+    found = cli("symbols", "formatname", str(root), "--json").json()
+    assert found[0]["qualified_name"] == "format_name"
+    partial = cli("symbols", "name format", str(root), "--json").json()
+    assert partial[0]["qualified_name"] == "format_name"
+    stats = cli("graph-stats", str(root))
+    assert stats.code == 0 and "python call:" in stats.out
+    impact = cli("impact", "square", str(root), "--depth", "1")
+    assert impact.code == 0 and "area_of" in impact.out and "Square.area" not in impact.out
+    callees = cli("callees", "format_name", str(root))
+    assert callees.code == 0 and "call → upper  [external]" in callees.out  # unresolved edges are kept, marked
+    refs = cli("refs", "Shape.name", str(root), "--json").json()
+    assert [(r["kind"], r["from"]["qualified_name"]) for r in refs["refs"]] == [("call", "Shape.describe")]
+    assert cli("callers", "describe", str(root)).code == 1  # nobody calls it
