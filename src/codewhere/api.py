@@ -18,6 +18,7 @@ from codewhere.evaluate import EvalResult, QueryFile, Target, covers, path_match
 from codewhere.errors import IndexBusyError, IndexFileError, ModelError, PathError, QueryError
 from codewhere.indexer import IndexReport, Progress
 from codewhere.search import engine
+from codewhere.search.signals import SIGNALS
 from codewhere.store import SqliteStore, StoreStats
 from codewhere.locks import index_writer_lock
 from codewhere.types import FileKind, Filters, Hit, Mode, SymbolRow
@@ -25,6 +26,26 @@ from codewhere.types import FileKind, Filters, Hit, Mode, SymbolRow
 log = logging.getLogger(__name__)
 
 DEFAULT_K = 10
+# eval columns: the three retrieval modes, plain fusion without signals ("fusion"), and hybrid
+EVAL_METHODS = ("keyword", "semantic", "fusion", "hybrid")
+
+
+def eval_method(method: Mode | str) -> tuple[str, tuple[str, ...]]:
+    """A column name and the signals it switches off: `fusion`, `hybrid`, `-coherence` (hybrid
+    without one signal), `+definition` (fusion with one signal)."""
+    name = method.value if isinstance(method, Mode) else method
+    if name == "fusion":
+        return name, ("all",)
+    if name.startswith("-"):
+        return name, (name[1:],)
+    if name.startswith("+"):
+        return name, tuple(s for s in SIGNALS if s != name[1:])
+    Mode(name)  # raises ValueError for an unknown method
+    return name, ()
+
+
+def eval_mode(name: str) -> Mode:
+    return Mode(name) if name in {m.value for m in Mode} else Mode.HYBRID
 EVAL_DEPTH = 100  # ranks beyond this show as misses in eval tables
 
 
@@ -35,6 +56,19 @@ def resolve_root(path: str | os.PathLike[str]) -> Path:
     if not root.is_dir():
         raise PathError(f"{path} is a file, not a folder", "pass the folder that contains it")
     return root.resolve()
+
+
+def signal_set(names: Sequence[str]) -> frozenset[str]:
+    """Validate `--no-signal` names; "all" switches every signal off."""
+    chosen = set()
+    for name in names:
+        if name == "all":
+            chosen |= set(SIGNALS)
+        elif name in SIGNALS:
+            chosen.add(name)
+        else:
+            raise QueryError(f"unknown signal {name!r}", f"use one of: {', '.join(SIGNALS)}, all")
+    return frozenset(chosen)
 
 
 def normalise_scope(root: Path, scope: str) -> str:
@@ -177,7 +211,10 @@ class Index:
         scopes: Sequence[str] = (),
         exclude_tests: bool = False,
         exclude_docs: bool = False,
+        disabled_signals: Sequence[str] = (),
     ) -> list[Hit]:
+        """Search the index. `disabled_signals` names ranking signals to switch off ("all" for
+        plain RRF fusion); see search/signals.py."""
         if not query.strip():
             raise QueryError("the query is empty", 'give words or an identifier, e.g. codewhere search "parse headers"')
         if k < 1:
@@ -185,12 +222,12 @@ class Index:
         filters = self._filters(scopes, exclude_tests, exclude_docs)
         mode = Mode(mode)
         embedder = None if mode is Mode.KEYWORD else self.embedder()
-        return engine.search(self.store, query, k, mode, filters, embedder)
+        return engine.search(self.store, query, k, mode, filters, embedder, signal_set(disabled_signals))
 
     def evaluate(
         self,
         query_file: QueryFile,
-        modes: Sequence[Mode | str] = tuple(Mode),
+        modes: Sequence[Mode | str] = EVAL_METHODS,
         scopes: Sequence[str] = (),
         depth: int = EVAL_DEPTH,
     ) -> EvalResult:
@@ -220,10 +257,10 @@ class Index:
                 total += sum(1 for line in text.lower().split("\n") if needle in line)
             return total
 
-        methods = {
-            Mode(m).value: (lambda q, m=Mode(m): self.search(q, k=depth, mode=m, scopes=tuple(scopes)))
-            for m in modes
-        }
+        methods = {}
+        for method in modes:
+            name, off = eval_method(method)
+            methods[name] = (lambda q, m=eval_mode(name), off=off: self.search(q, k=depth, mode=m, scopes=tuple(scopes), disabled_signals=off))
         result = run_eval(query_file, methods, is_indexed, grep_count)
         result.scope = tuple(filters.scopes)
         return result

@@ -15,7 +15,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from codewhere import __version__, render
-from codewhere.api import DEFAULT_K, EVAL_DEPTH, Index
+from codewhere.api import DEFAULT_K, EVAL_DEPTH, EVAL_METHODS, Index, eval_method
+from codewhere.search.signals import SIGNALS
 from codewhere.chunk import CHUNKERS
 from codewhere.errors import CodewhereError, QueryError
 from codewhere.eval_report import html_report
@@ -60,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", action="append", default=[], metavar="PREFIX", help="only paths under PREFIX (repeatable)")
     p.add_argument("--exclude-tests", action="store_true", help="leave test files out")
     p.add_argument("--exclude-docs", action="store_true", help="leave documentation out")
+    p.add_argument("--no-signal", action="append", default=[], metavar="NAME",
+                   help=f"switch a ranking signal off (repeatable): {', '.join(SIGNALS)}, or all")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_index_options(p)
 
@@ -67,7 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("queries", help="query file: the study's JSON format or a semble annotation file")
     p.add_argument("path", nargs="?", default=".", help="folder the queries are about (default: .)")
     p.add_argument("--scope", action="append", default=[], metavar="PREFIX", help="search only under PREFIX (repeatable)")
-    p.add_argument("--modes", default=",".join(m.value for m in Mode), help="comma-separated modes (default: all)")
+    p.add_argument("--modes", default=",".join(EVAL_METHODS),
+                   help="comma-separated columns: keyword, semantic, fusion (RRF alone), hybrid (with signals), "
+                        "-SIGNAL (hybrid without one), +SIGNAL (fusion with one)")
+    p.add_argument("--ablation", action="store_true", help="add a -SIGNAL column for every signal")
     p.add_argument("--depth", type=int, default=EVAL_DEPTH, help=f"ranks searched per query (default {EVAL_DEPTH})")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print JSON")
@@ -179,7 +185,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
             index.refresh_if_free(progress, vectors=vectors)
         hits = index.search(
             args.query, k=args.k, mode=args.mode, scopes=args.scope,
-            exclude_tests=args.exclude_tests, exclude_docs=args.exclude_docs,
+            exclude_tests=args.exclude_tests, exclude_docs=args.exclude_docs, disabled_signals=args.no_signal,
         )
         if args.json:
             print(render.hits_json(args.query, index.root, hits))
@@ -203,13 +209,17 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     query_file = load_query_file(Path(args.queries))
-    try:
-        modes = [Mode(m.strip()) for m in args.modes.split(",") if m.strip()]
-    except ValueError as exc:
-        raise QueryError(f"unknown mode in --modes {args.modes}", "use keyword, semantic and hybrid") from exc
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if args.ablation:
+        modes += [f"-{s}" for s in SIGNALS]
+    for method in modes:
+        try:
+            eval_method(method)
+        except ValueError as exc:
+            raise QueryError(f"unknown mode {method!r} in --modes", "use keyword, semantic, fusion, hybrid, -SIGNAL or +SIGNAL") from exc
     with _open(args) as index:
         with _progress(err_console.is_terminal and not (args.json or args.csv)) as progress:
-            index.refresh_if_free(progress, vectors=any(m is not Mode.KEYWORD for m in modes))
+            index.refresh_if_free(progress, vectors=any(m != Mode.KEYWORD.value for m in modes))
         result = index.evaluate(query_file, modes, args.scope, args.depth)
     if args.report:
         Path(args.report).write_text(html_report(result, args.depth), encoding="utf-8")

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from codewhere.embed import Embedder
+from codewhere.search import signals
 from codewhere.search.fuse import RRF_DEPTH, rrf
 from codewhere.search.keyword import bm25_ranking, definition_ranking
 from codewhere.search.snippets import snippet
 from codewhere.store import SqliteStore
-from codewhere.types import Filters, Hit, Mode
+from codewhere.tokens import compound
+from codewhere.types import FileKind, Filters, Hit, Mode
 
 
 @dataclass(frozen=True)
@@ -43,15 +46,77 @@ def semantic_ranked(store: SqliteStore, embedder: Embedder, query: str, limit: i
     return [Ranked(cid, similarity, {"semantic": rank}) for rank, (cid, similarity) in enumerate(found, start=1)]
 
 
-def hybrid_ranked(store: SqliteStore, embedder: Embedder, query: str, limit: int, filters: Filters) -> list[Ranked]:
-    """RRF (k=60) over the keyword top 30, the vector top 30 and, for identifier queries, the
-    chunks that define the name."""
+def hybrid_ranked(
+    store: SqliteStore, embedder: Embedder, query: str, limit: int, filters: Filters,
+    disabled: frozenset[str] = frozenset(),
+) -> list[Ranked]:
+    """RRF (k=60) over the keyword top 30, the vector top 30 and the chunks defining a queried
+    name, then the ranking signals (search/signals.py) unless disabled."""
     rankings = {
         "keyword": [cid for cid, _ in bm25_ranking(store, query, RRF_DEPTH, filters)],
         "semantic": [cid for cid, _ in store.vector_search(embedder.embed_query(query), RRF_DEPTH, filters)],
         "definition": definition_ranking(store, query, RRF_DEPTH, filters),
     }
-    return [Ranked(cid, score, dict(ranks)) for cid, score, ranks in rrf(rankings)[:limit]]
+    if disabled >= set(signals.SIGNALS):  # plain fusion: the baseline the signals are measured against
+        return [Ranked(cid, score, dict(ranks)) for cid, score, ranks in rrf(rankings)[:limit]]
+    shape = signals.query_shape(query)
+    if "query-shape" not in disabled:  # single words (`Router`) are names too
+        defined = store.chunks_defining_names(sorted(shape.names), filters)
+        rankings["definition"] = list(dict.fromkeys(
+            [*rankings["definition"], *(cid for name in sorted(shape.names) for cid in defined.get(name, []))]
+        ))[:RRF_DEPTH]
+    weights = signals.fusion_weights(shape) if "query-shape" not in disabled else None
+    fused = rrf(rankings, weights=weights)[: max(limit, signals.CANDIDATES)]
+    candidates = _candidates(store, [(cid, score, dict(ranks)) for cid, score, ranks in fused], filters)
+    if "definition" not in disabled:
+        candidates = signals.definition_boost(candidates, shape)
+    if "evidence" not in disabled:
+        candidates = signals.evidence_transfer(
+            candidates, shape, _evidence(store, candidates, filters),
+            lambda ids: {c.chunk_id: c for c in _candidates(store, [(cid, 0.0, {}) for cid in ids], filters)},
+        )
+    if "kind-prior" not in disabled:
+        candidates = signals.kind_prior(candidates, shape)
+    if "signature" not in disabled:
+        candidates = signals.signature_weight(candidates, shape)
+    if "coherence" not in disabled:
+        candidates = signals.file_coherence(candidates)
+    return [Ranked(c.chunk_id, c.score, dict(c.why)) for c in candidates[:limit]]
+
+
+def _candidates(
+    store: SqliteStore, fused: list[tuple[int, float, dict[str, object]]], filters: Filters
+) -> list[signals.Candidate]:
+    rows = store.candidate_rows([cid for cid, _, _ in fused], filters)
+    out = []
+    for cid, score, why in fused:
+        if cid in rows:
+            path, kind, start, text, defines = rows[cid]
+            head = "\n".join(text.split("\n", 20)[:20])
+            out.append(signals.Candidate(cid, score, path, FileKind(kind), start, head, defines, why))
+    return out
+
+
+_NAMED_IN_PROSE = re.compile(r"`+([A-Za-z_][\w.:]*)(?:\(\))?`+|:(?:func|meth|class|attr|obj):`~?([\w.]+)`|\b([a-z]+_[a-z_]+|[a-z]+[A-Z]\w+)\(")
+
+
+def _evidence(store: SqliteStore, candidates: list[signals.Candidate], filters: Filters) -> dict[int, list[int]]:
+    """Test and example chunks point at what they call; doc chunks at the names they mention."""
+    evidence: dict[int, list[int]] = {}
+    tests = [c.chunk_id for c in candidates if c.kind is FileKind.TEST or signals.EXAMPLE_PATH.search(c.path)]
+    for source, targets in store.call_target_chunks(tests).items():
+        evidence[source] = targets
+    docs = [c for c in candidates if c.kind is FileKind.DOCS]
+    mentioned = {
+        c.chunk_id: {compound(next(g for g in m.groups() if g).split(".")[-1].split(":")[-1]) for m in _NAMED_IN_PROSE.finditer(c.text_head)}
+        for c in docs
+    }
+    defined = store.chunks_defining_names(sorted({n for names in mentioned.values() for n in names if len(n) > 3}), filters)
+    for source, names in mentioned.items():
+        targets = list(dict.fromkeys(cid for n in names for cid in defined.get(n, [])))
+        if targets:
+            evidence[source] = targets
+    return evidence
 
 
 def to_hits(store: SqliteStore, ranked: list[Ranked], query: str) -> list[Hit]:
@@ -69,7 +134,8 @@ def to_hits(store: SqliteStore, ranked: list[Ranked], query: str) -> list[Hit]:
 
 
 def search(
-    store: SqliteStore, query: str, k: int, mode: Mode, filters: Filters, embedder: Embedder | None = None
+    store: SqliteStore, query: str, k: int, mode: Mode, filters: Filters, embedder: Embedder | None = None,
+    disabled: frozenset[str] = frozenset(),
 ) -> list[Hit]:
     if mode is Mode.KEYWORD:
         ranked = keyword_ranked(store, query, k, filters)
@@ -78,5 +144,5 @@ def search(
     elif mode is Mode.SEMANTIC:
         ranked = semantic_ranked(store, embedder, query, k, filters)
     else:
-        ranked = hybrid_ranked(store, embedder, query, k, filters)
+        ranked = hybrid_ranked(store, embedder, query, k, filters, disabled)
     return to_hits(store, ranked, query)

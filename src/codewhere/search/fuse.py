@@ -9,18 +9,22 @@ RRF_DEPTH = 30  # each retriever contributes its top 30
 
 
 def rrf(
-    rankings: Mapping[str, Sequence[int]], k: int = RRF_K, depth: int = RRF_DEPTH
+    rankings: Mapping[str, Sequence[int]],
+    k: int = RRF_K,
+    depth: int = RRF_DEPTH,
+    weights: Mapping[str, float] | None = None,
 ) -> list[tuple[int, float, dict[str, int]]]:
     """Fuse named rankings into (id, score, {retriever: 1-based rank}) sorted by score.
 
-    Ties keep the order of first appearance across the rankings in the order given, so the
-    result is deterministic.
+    Each list adds weight / (k + rank) (weight 1 unless given). Ties keep the order of first
+    appearance across the rankings in the order given, so the result is deterministic.
     """
     scores: dict[int, float] = {}
     ranks: dict[int, dict[str, int]] = {}
     for name, ids in rankings.items():
+        weight = 1.0 if weights is None else weights.get(name, 1.0)
         for rank, item in enumerate(ids[:depth], start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
             ranks.setdefault(item, {})[name] = rank
     order = {item: i for i, item in enumerate(scores)}
     fused = sorted(scores, key=lambda item: (-scores[item], order[item]))

@@ -516,6 +516,54 @@ class SqliteStore:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
         return [(int(i), -float(s)) for i, s in rows]
 
+    def candidate_rows(
+        self, ids: Sequence[int], filters: Filters
+    ) -> dict[int, tuple[str, str, int, str, tuple[str, ...]]]:
+        """(path, kind, start line, text, defined names) of the chunks the filters let through."""
+        if not ids:
+            return {}
+        where, params = _filter_sql(filters)
+        rows = self._db.execute(
+            f"""SELECT c.id, f.path, f.kind, c.start_line, c.text,
+                       (SELECT group_concat(d.name, ' ') FROM definitions d WHERE d.chunk_id = c.id)
+                FROM chunks c JOIN files f ON f.id = c.file_id
+                WHERE c.id IN ({','.join('?' * len(ids))}){where}""",
+            (*ids, *params),
+        )
+        return {cid: (path, kind, start, text, tuple((names or "").split())) for cid, path, kind, start, text, names in rows}
+
+    def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
+        """For each chunk, the chunks holding the definitions its resolved calls point at."""
+        if not chunk_ids:
+            return {}
+        rows = self._db.execute(
+            f"""SELECT DISTINCT c.id, tc.id FROM chunks c
+                JOIN edges e ON e.file_id = c.file_id AND e.kind = 'call' AND e.target_id IS NOT NULL
+                             AND e.line BETWEEN c.start_line AND c.end_line
+                JOIN symbols s ON s.id = e.target_id
+                JOIN chunks tc ON tc.file_id = s.file_id AND tc.start_line <= s.start_line AND tc.end_line >= s.start_line
+                WHERE c.id IN ({','.join('?' * len(chunk_ids))}) AND tc.id != c.id""",
+            list(chunk_ids),
+        )
+        out: dict[int, list[int]] = {}
+        for source, target in rows:
+            out.setdefault(source, []).append(target)
+        return out
+
+    def chunks_defining_names(self, names: Sequence[str], filters: Filters) -> dict[str, list[int]]:
+        if not names:
+            return {}
+        where, params = _filter_sql(filters)
+        rows = self._db.execute(
+            f"""SELECT d.name, c.id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
+                JOIN files f ON f.id = c.file_id WHERE d.name IN ({','.join('?' * len(names))}){where}""",
+            (*names, *params),
+        )
+        out: dict[str, list[int]] = {}
+        for name, cid in rows:
+            out.setdefault(name, []).append(cid)
+        return out
+
     def chunks_defining(self, name: str, limit: int, filters: Filters) -> list[int]:
         where, params = _filter_sql(filters)
         sql = f"""SELECT DISTINCT c.id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
