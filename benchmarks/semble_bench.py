@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -32,9 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpora import from_git  # noqa: E402
 
-from codewhere.api import Index  # noqa: E402
+from codewhere.api import Index, eval_method, eval_mode  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.embed.registry import ensure_default_model  # noqa: E402
+from codewhere.search import signals  # noqa: E402
 from codewhere.evaluate import EvalQuery, covers, load_query_file, score_query  # noqa: E402
 from codewhere.types import FileKind, Hit  # noqa: E402
 
@@ -87,15 +89,20 @@ def evaluate_engine(
     return RepoRun(repo, language, len(spans), index_ms, statistics.median(latencies), ndcg, [q.category for q in queries], indexed)
 
 
-def codewhere_engine(cache: Path, models: Path) -> tuple[Callable, Callable]:
+def codewhere_engine(cache: Path, models: Path, method: str = "hybrid") -> tuple[Callable, Callable]:
+    """`method` as in `codewhere eval --modes`: hybrid, fusion, -SIGNAL, +SIGNAL."""
+    name, disabled = eval_method(method)
+    built: dict[Path, tuple[Index, list]] = {}
+
     def build(root: Path):
-        index = Index.open(root, settings=Settings(cache_dir=cache, models_dir=models), rebuild=True)
-        index.refresh()
-        spans = index.store.chunk_spans(index._filters((), False, False))
-        return index, spans
+        if root not in built:  # several methods share one index of a repo
+            index = Index.open(root, settings=Settings(cache_dir=cache, models_dir=models), rebuild=True)
+            index.refresh()
+            built[root] = (index, index.store.chunk_spans(index._filters((), False, False)))
+        return built[root]
 
     def search(index, query: str) -> list[Hit]:
-        return index.search(query, k=10, mode="hybrid")
+        return index.search(query, k=10, mode=eval_mode(name), disabled_signals=disabled)
 
     return build, search
 
@@ -139,8 +146,17 @@ def main() -> None:
     parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
     parser.add_argument("--checkout", action="append", default=[], metavar="NAME=PATH")
     parser.add_argument("--peer", choices=["semble"], help="also run this peer in the same run")
+    parser.add_argument("--methods", default="hybrid",
+                        help="comma-separated codewhere columns as in `codewhere eval --modes` (default: hybrid)")
     parser.add_argument("--json", metavar="FILE", help="write per-repo results as JSON")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a ranking constant of search/signals.py (for fitting on a dev split)")
     args = parser.parse_args()
+    for item in args.set:
+        name, value = item.split("=", 1)
+        if not hasattr(signals, name):
+            raise SystemExit(f"search/signals.py has no constant {name}")
+        setattr(signals, name, type(getattr(signals, name))(value))
 
     specs = json.loads((SHARED / "repos.json").read_text())
     explicit = dict(item.split("=", 1) for item in args.checkout)
@@ -153,7 +169,10 @@ def main() -> None:
     models = Settings.from_env().model_cache
     model_folder = ensure_default_model(models)
     os.environ["SEMBLE_CACHE_LOCATION"] = str(work / "semble-cache")  # cold semble indexes, like ours
-    engines = {"codewhere": codewhere_engine(work / "codewhere-cache", models)}
+    engines = {}
+    for method in args.methods.split(","):
+        label = "codewhere" if method == "hybrid" else f"codewhere{method}" if method[0] in "+-" else f"codewhere-{method}"
+        engines[label] = codewhere_engine(work / "codewhere-cache", models, method)
     if args.peer == "semble":
         engines["semble"] = semble_engine(model_folder)
 
@@ -167,7 +186,11 @@ def main() -> None:
         if source is None:
             missing.append(name)
             continue
-        checkout = from_git(source, spec["revision"], name)
+        try:
+            checkout = from_git(source, spec["revision"], name)
+        except subprocess.CalledProcessError:
+            missing.append(f"{name} (pinned commit not in the mirror)")
+            continue
         root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
         queries = list(load_query_file(SHARED / "annotations" / f"{name}.json").queries)
         line = [f"{name:<20}"]
@@ -175,7 +198,7 @@ def main() -> None:
             run = evaluate_engine(name, spec["language"], root, queries, build, search)
             runs[engine_name].append(run)
             line.append(f"{engine_name} {run.mean:.3f} ({run.chunks} chunks, index {run.index_ms:.0f} ms, p50 {run.p50_ms:.2f} ms)")
-        if len(engines) == 2:
+        if "semble" in engines and "codewhere" in engines:
             ours, peer = runs["codewhere"][-1].mean, runs["semble"][-1].mean
             line.append(f"diff {ours - peer:+.3f}")
         if published.get(name) is not None:

@@ -25,6 +25,7 @@ SEMANTIC_WEIGHT_FOR_IDENTIFIERS = 0.5  # query shape: an identifier is found by 
 DEFINITION_BOOST = 1.0  # × (1 + boost) for a chunk that defines a queried name
 TEST_PENALTY = 0.3  # × for tests, unless the query asks about tests
 DOCS_PENALTY = 0.3  # × for documentation, unless the query asks about docs
+CONFIG_PENALTY = 0.5  # × for configuration files (CI, manifests, settings)
 EXAMPLE_PENALTY = 0.5  # × for examples, benchmarks, vendored or compat code
 REEXPORT_PENALTY = 0.5  # × for __init__.py / index.ts chunks that only import and re-export
 STUB_PENALTY = 0.5  # × for .d.ts and .pyi declaration stubs
@@ -34,7 +35,8 @@ MAX_PER_FILE = 3  # chunks of one file in the top results before the rest are pu
 SIGNATURE_WEIGHT = 0.5  # × (1 + weight × share of query terms in the symbol's name and signature)
 
 TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "mocks"})
-DOCS_WORDS = frozenset({"doc", "docs", "documentation", "readme", "guide", "tutorial", "changelog"})
+# "documentation" is left out on purpose: "documentation generation" asks for the code that generates it
+DOCS_WORDS = frozenset({"readme", "guide", "tutorial", "changelog", "docs"})
 EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|bench|vendor|vendored|third_party|thirdparty|compat|_compat)(/|$)", re.I)
 _REEXPORT_FILE = re.compile(r"(^|/)(__init__\.py|index\.[cm]?[jt]sx?|mod\.rs)$")
 _STUB_FILE = re.compile(r"\.(d\.ts|pyi)$")
@@ -122,6 +124,8 @@ def path_prior(c: Candidate, shape: QueryShape) -> float:
         factor *= TEST_PENALTY
     elif c.kind is FileKind.DOCS and not shape.wants_docs:
         factor *= DOCS_PENALTY
+    elif c.kind is FileKind.CONFIG:
+        factor *= CONFIG_PENALTY
     if EXAMPLE_PATH.search(c.path) and not shape.wants_tests:
         factor *= EXAMPLE_PENALTY
     if _STUB_FILE.search(c.path):

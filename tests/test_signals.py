@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import pytest
+
+from codewhere.search import signals
+from codewhere.search.signals import Candidate, query_shape
+from codewhere.types import FileKind
+
+
+def cand(cid: int, score: float, path: str = "src/a.py", kind: FileKind = FileKind.CODE, head: str = "",
+         defines: tuple[str, ...] = ()) -> Candidate:
+    return Candidate(cid, score, path, kind, 1, head, defines)
+
+
+def ids(candidates: list[Candidate]) -> list[int]:
+    return [c.chunk_id for c in candidates]
+
+
+def test_query_shape() -> None:
+    assert query_shape("raise_for_status").identifier and query_shape("raise_for_status").names == {"raiseforstatus"}
+    assert query_shape("Router").names == {"router"}  # one word is a name
+    assert query_shape("Session.resolve_redirects").names >= {"resolveredirects"}
+    prose = query_shape("how are redirects followed")
+    assert not prose.identifier and not prose.names
+    assert query_shape("tests for the redirect loop").wants_tests
+    assert query_shape("where does parseHeaders split lines").names == {"parseheaders"}
+
+
+def test_fusion_weights_lean_on_names_for_identifiers() -> None:
+    assert signals.fusion_weights(query_shape("getUserById"))["semantic"] < 1.0
+    assert signals.fusion_weights(query_shape("how users are loaded"))["semantic"] == 1.0
+
+
+def test_definition_boost_puts_the_definer_first() -> None:
+    user = cand(1, 0.030, defines=("run",))
+    definer = cand(2, 0.020, defines=("retrywithbackoff",))
+    out = signals.definition_boost([user, definer], query_shape("retry_with_backoff"))
+    assert ids(out) == [2, 1] and out[0].why["definition"] == 2.0
+    assert ids(signals.definition_boost([user, definer], query_shape("how retries work"))) == [1, 2]
+
+
+def test_kind_prior_demotes_tests_docs_examples_reexports_and_stubs_unless_asked() -> None:
+    code = cand(1, 0.010)
+    test = cand(2, 0.020, "tests/test_a.py", FileKind.TEST)
+    docs = cand(3, 0.025, "docs/a.md", FileKind.DOCS)
+    example = cand(4, 0.015, "examples/demo.py")
+    reexport = cand(5, 0.016, "pkg/__init__.py", head="from .a import b\nfrom .c import d\n__all__ = ['b', 'd']")
+    stub = cand(6, 0.017, "types/index.d.ts")
+    out = signals.kind_prior([code, test, docs, example, reexport, stub], query_shape("parse the config"))
+    assert ids(out)[0] == 1
+    asked = signals.kind_prior([code, test], query_shape("tests for parsing the config"))
+    assert ids(asked) == [2, 1]
+    real_init = cand(7, 0.016, "pkg/__init__.py", head="def main():\n    run()\n")
+    assert signals.kind_prior([real_init], query_shape("main"))[0].score == pytest.approx(0.016)
+
+
+def test_evidence_moves_a_tests_score_to_the_code_it_calls_and_pulls_it_in() -> None:
+    test = cand(10, 0.030, "tests/test_auth.py", FileKind.TEST)
+    other = cand(11, 0.012, "src/other.py")
+    target = cand(12, 0.0, "src/auth.py")
+    out = signals.evidence_transfer([test, other], query_shape("strip the password"), {10: [12]}, lambda wanted: {12: target} if 12 in wanted else {})
+    assert 12 in ids(out)
+    pulled = next(c for c in out if c.chunk_id == 12)
+    assert pulled.score == pytest.approx(signals.EVIDENCE_SHARE * 0.030) and pulled.why["evidence"] == [10]
+    assert ids(signals.kind_prior(out, query_shape("strip the password")))[0] == 12  # then the code leads
+    # split between several targets; code chunks give nothing away
+    split = signals.evidence_transfer([test, other], query_shape("x"), {10: [11, 12], 11: [10]}, lambda w: {12: target})
+    assert next(c for c in split if c.chunk_id == 11).score == pytest.approx(0.012 + signals.EVIDENCE_SHARE * 0.015)
+    assert next(c for c in split if c.chunk_id == 10).score == pytest.approx(0.030)
+
+
+def test_evidence_is_off_when_the_query_asks_for_tests() -> None:
+    test = cand(10, 0.030, "tests/test_auth.py", FileKind.TEST)
+    assert signals.evidence_transfer([test], query_shape("tests for auth"), {10: [12]}, lambda w: {12: cand(12, 0.0)}) == [test]
+
+
+def test_signature_weight_counts_query_words_in_the_symbol_head() -> None:
+    a = cand(1, 0.020, head="def unrelated_name(x):\n    return x", defines=("unrelatedname",))
+    b = cand(2, 0.018, head="def rewind_body(prepared_request):\n    pass", defines=("rewindbody",))
+    out = signals.signature_weight([a, b], query_shape("rewind the body"))
+    assert ids(out) == [2, 1] and out[0].why["signature"] == pytest.approx(1 + signals.SIGNATURE_WEIGHT)
+    plain = cand(3, 0.019, head="rewind body")  # not a symbol chunk: untouched
+    assert signals.signature_weight([plain], query_shape("rewind the body"))[0].score == 0.019
+
+
+def test_coherence_lifts_a_files_best_chunk_and_caps_chunks_per_file() -> None:
+    lone = cand(1, 0.0200, "src/lone.py")
+    best = cand(2, 0.0195, "src/busy.py")
+    rest = [cand(3 + i, 0.015 - i * 0.001, "src/busy.py") for i in range(5)]
+    low = cand(9, 0.005, "src/low.py")
+    out = signals.file_coherence([lone, best, *rest, low])
+    assert ids(out)[0] == 2  # lifted by its file's other good chunks
+    assert ids(out)[:5] == [2, 1, 3, 4, 9]  # a third file's weak chunk comes before busy.py's fourth
+    assert sum(1 for c in out[:4] if c.path == "src/busy.py") == signals.MAX_PER_FILE
+
+
+def test_rescoring_records_why_only_when_it_changes_something() -> None:
+    c = cand(1, 0.02)
+    assert c.rescored(1.0, "x") is c and "kind-prior" in c.rescored(0.3, "kind-prior").why
