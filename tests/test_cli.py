@@ -45,7 +45,7 @@ def test_search_json_schema(sample_repo: Path, cli) -> None:
     hit = payload["hits"][0]
     assert set(hit) == {"path", "start_line", "end_line", "score", "kind", "language", "snippet", "why"}
     assert (hit["path"], hit["start_line"], hit["kind"], hit["language"]) == ("src/web/handlers.ts", 2, "code", "typescript")
-    assert hit["why"]["definition"] == 1
+    assert hit["why"]["names"] == 1 and hit["why"]["definition"] == 2.0
     assert "getUserById" in hit["snippet"]
 
 
@@ -76,7 +76,7 @@ def test_index_summary_and_status(sample_repo: Path, cli) -> None:
     assert summary["chunks"] == status["chunks"] > 8
     text = cli("index", str(sample_repo))
     assert "files: 8 kept" in text.out and "skipped: 2 (asset 1, lockfile 1)" in text.out
-    assert status["files"] == 8 and status["meta"]["schema_version"] == "3"
+    assert status["files"] == 8 and status["meta"]["schema_version"] == "4"
 
 
 def test_nothing_is_written_inside_the_indexed_folder(sample_repo: Path, cli, isolated_cache: Path) -> None:

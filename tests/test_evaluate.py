@@ -127,7 +127,7 @@ def test_cli_eval_json_csv_scope_and_html_report(tmp_path: Path, cli) -> None:
     result = cli("eval", str(queries), str(root), "--json")
     assert result.code == 0, result.err
     payload = json.loads(result.out)
-    assert set(payload["summary"]) == {"keyword", "semantic", "hybrid"}
+    assert set(payload["summary"]) == {"keyword", "semantic", "fusion", "hybrid"}
     assert payload["queries"][0]["ranks"]["keyword"] == 1
     assert payload["queries"][0]["ndcg10"]["keyword"] == 1.0
     assert payload["queries"][2]["indexed_targets"] == 2

@@ -29,7 +29,7 @@ def test_identifier_query_ranks_its_definition_first(sample_repo: Path, open_ind
     index.refresh()
     hits = index.search(query)
     assert hits[0].path == path
-    assert hits[0].why.get("definition") == 1
+    assert hits[0].why.get("names") == 1
 
 
 def test_definition_outranks_files_that_mention_the_name_more(tmp_path: Path, open_index) -> None:

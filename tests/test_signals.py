@@ -90,8 +90,8 @@ def test_coherence_lifts_a_files_best_chunk_and_caps_chunks_per_file() -> None:
     low = cand(9, 0.005, "src/low.py")
     out = signals.file_coherence([lone, best, *rest, low])
     assert ids(out)[0] == 2  # lifted by its file's other good chunks
-    assert ids(out)[:5] == [2, 1, 3, 4, 9]  # a third file's weak chunk comes before busy.py's fourth
-    assert sum(1 for c in out[:4] if c.path == "src/busy.py") == signals.MAX_PER_FILE
+    assert ids(out)[:4] == [2, 1, 9, 3]  # every file's best chunk before any file's second
+    assert sum(1 for c in out[:3] if c.path == "src/busy.py") == signals.MAX_PER_FILE
 
 
 def test_rescoring_records_why_only_when_it_changes_something() -> None:

@@ -11,14 +11,17 @@ from codewhere.defs import find_definitions
 from codewhere.tokens import compound
 from codewhere.types import Chunk, FileRecord, Symbol
 
-CHUNKER_VERSION = "lines-1"
+CHUNKER_VERSION = "2"  # bump when chunk boundaries or embedding texts change
 CHARS_PER_TOKEN = 4
 TARGET_TOKENS = 700
 OVERLAP_TOKENS = 80
 
 
-def content_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", errors="surrogatepass"), digest_size=16).hexdigest()
+def content_hash(text: str, recipe: str = "window") -> str:
+    """Keys a chunk's vector: its text and how its embedding text is made, not its path, so a
+    renamed file keeps its vectors and a changed recipe (CHUNKER_VERSION) re-embeds."""
+    key = f"{CHUNKER_VERSION}\0{recipe}\0{text}"
+    return hashlib.blake2b(key.encode("utf-8", errors="surrogatepass"), digest_size=16).hexdigest()
 
 
 def split_lines(text: str) -> list[str]:
@@ -138,8 +141,9 @@ def _window_chunks(record: FileRecord, lines: list[str], first: int, last: int) 
 
 
 def _chunk(record: FileRecord, start: int, end: int, body: str, embed_text: str,
-           defines: tuple[str, ...] = (), embed: bool = True) -> Chunk:
-    return Chunk(record.path, start, end, body, embed_text, record.kind, record.language, content_hash(body), defines, embed)
+           defines: tuple[str, ...] = (), embed: bool = True, recipe: str = "window") -> Chunk:
+    return Chunk(record.path, start, end, body, embed_text, record.kind, record.language,
+                 content_hash(body, recipe), defines, embed)
 
 
 def symbol_chunks(record: FileRecord, text: str, symbols: tuple[Symbol, ...]) -> list[Chunk]:
@@ -164,8 +168,9 @@ def symbol_chunks(record: FileRecord, text: str, symbols: tuple[Symbol, ...]) ->
         if not body.strip():
             continue
         stored = utf8_prefix(body, STORED_BYTES)
+        # the symbol's header names its kind and qualified name: part of the vector's key
         out.append(_chunk(record, start, end, stored, symbol_embed_text(record.path, symbol, body),
-                          (compound(symbol.name),)))
+                          (compound(symbol.name),), recipe=f"symbol:{symbol.kind}:{symbol.qualified_name}"))
         for line in range(start, min(end, len(lines)) + 1):
             covered[line] = True
     gap_start = None
@@ -210,7 +215,9 @@ def markdown_chunks(record: FileRecord, text: str) -> list[Chunk]:
         for start, end in _paragraph_pieces(lines, first, last):
             body = "".join(lines[start - 1 : end])
             if body.strip():
-                out.append(_chunk(record, start, end, body, f"{record.path}\n{prefix}\n{body}" if prefix else embed_text_for(record.path, body)))
+                out.append(_chunk(record, start, end, body,
+                                  f"{record.path}\n{prefix}\n{body}" if prefix else embed_text_for(record.path, body),
+                                  recipe=f"markdown:{prefix}"))
     return out
 
 

@@ -36,7 +36,7 @@ def keyword_ranked(store: SqliteStore, query: str, limit: int, filters: Filters)
         if cid in bm25_rank:
             why["keyword"] = bm25_rank[cid]
         if cid in definitions:
-            why["definition"] = definitions.index(cid) + 1
+            why["names"] = definitions.index(cid) + 1
         out.append(Ranked(cid, bm25_score.get(cid, 0.0), why))
     return out
 
@@ -55,15 +55,15 @@ def hybrid_ranked(
     rankings = {
         "keyword": [cid for cid, _ in bm25_ranking(store, query, RRF_DEPTH, filters)],
         "semantic": [cid for cid, _ in store.vector_search(embedder.embed_query(query), RRF_DEPTH, filters)],
-        "definition": definition_ranking(store, query, RRF_DEPTH, filters),
+        "names": definition_ranking(store, query, RRF_DEPTH, filters),
     }
     if disabled >= set(signals.SIGNALS):  # plain fusion: the baseline the signals are measured against
         return [Ranked(cid, score, dict(ranks)) for cid, score, ranks in rrf(rankings)[:limit]]
     shape = signals.query_shape(query)
     if "query-shape" not in disabled:  # single words (`Router`) are names too
         defined = store.chunks_defining_names(sorted(shape.names), filters)
-        rankings["definition"] = list(dict.fromkeys(
-            [*rankings["definition"], *(cid for name in sorted(shape.names) for cid in defined.get(name, []))]
+        rankings["names"] = list(dict.fromkeys(
+            [*rankings["names"], *(cid for name in sorted(shape.names) for cid in defined.get(name, []))]
         ))[:RRF_DEPTH]
     weights = signals.fusion_weights(shape) if "query-shape" not in disabled else None
     fused = rrf(rankings, weights=weights)[: max(limit, signals.CANDIDATES)]
@@ -79,6 +79,8 @@ def hybrid_ranked(
         candidates = signals.kind_prior(candidates, shape)
     if "signature" not in disabled:
         candidates = signals.signature_weight(candidates, shape)
+    if "path" not in disabled:
+        candidates = signals.path_match(candidates, shape)
     if "coherence" not in disabled:
         candidates = signals.file_coherence(candidates)
     return [Ranked(c.chunk_id, c.score, dict(c.why)) for c in candidates[:limit]]

@@ -14,6 +14,7 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from codewhere.tokens import compound, is_identifier_query, query_terms, split_identifier
 from codewhere.types import FileKind
@@ -30,9 +31,10 @@ EXAMPLE_PENALTY = 0.5  # × for examples, benchmarks, vendored or compat code
 REEXPORT_PENALTY = 0.5  # × for __init__.py / index.ts chunks that only import and re-export
 STUB_PENALTY = 0.5  # × for .d.ts and .pyi declaration stubs
 EVIDENCE_SHARE = 0.5  # share of a test/doc chunk's score passed to the code it calls or names
-COHERENCE = 0.15  # × (1 + coherence × other chunks' share) for a file's best chunk
-MAX_PER_FILE = 3  # chunks of one file in the top results before the rest are pushed down
+COHERENCE = 0.6  # × (1 + coherence × other chunks' share) for a file's best chunk
+MAX_PER_FILE = 1  # chunks of one file ahead of every other file's best chunk (fitted: 1 > 2 > 3 on the dev split)
 SIGNATURE_WEIGHT = 0.5  # × (1 + weight × share of query terms in the symbol's name and signature)
+PATH_WEIGHT = 1.0  # × (1 + weight × share of query terms in the file's path: `join_set.rs`, `websockets.py`)
 
 TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "mocks"})
 # "documentation" is left out on purpose: "documentation generation" asks for the code that generates it
@@ -98,8 +100,8 @@ def ordered(candidates: Sequence[Candidate]) -> list[Candidate]:
 def fusion_weights(shape: QueryShape) -> dict[str, float]:
     """Signal `query-shape`: identifiers lean on keyword and name lists, prose stays balanced."""
     if shape.identifier:
-        return {"keyword": 1.0, "definition": 1.0, "semantic": SEMANTIC_WEIGHT_FOR_IDENTIFIERS}
-    return {"keyword": 1.0, "definition": 1.0, "semantic": 1.0}
+        return {"keyword": 1.0, "names": 1.0, "semantic": SEMANTIC_WEIGHT_FOR_IDENTIFIERS}
+    return {"keyword": 1.0, "names": 1.0, "semantic": 1.0}
 
 
 def definition_boost(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
@@ -186,9 +188,44 @@ def signature_weight(candidates: Sequence[Candidate], shape: QueryShape) -> list
             out.append(c)
             continue
         head = c.text_head.split("\n", 2)
-        words = {t for line in head[:2] for w in re.findall(r"\w+", line) for t in (compound(w), *split_identifier(w))}
+        words = line_words(head[0]) | (line_words(head[1]) if len(head) > 1 else frozenset())
         share = len(terms & words) / len(terms)
         out.append(c.rescored(1 + SIGNATURE_WEIGHT * share, "signature"))
+    return ordered(out)
+
+
+_SUFFIXES = ("ing", "ers", "ies", "ed", "es", "er", "s")
+
+
+def stem(word: str) -> str:
+    """A crude English stem, enough to match `websocket`/`websockets`, `spawned`/`spawn`."""
+    for suffix in _SUFFIXES:
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+@lru_cache(maxsize=65_536)
+def path_words(path: str) -> frozenset[str]:
+    """Stemmed words of a path's folders and file name, without the extension."""
+    parts = re.split(r"[/._-]", path.rsplit(".", 1)[0])
+    return frozenset(stem(p) for part in parts for p in (part.lower(), *split_identifier(part)) if p)
+
+
+@lru_cache(maxsize=65_536)
+def line_words(line: str) -> frozenset[str]:
+    return frozenset(t for w in re.findall(r"\w+", line) for t in (compound(w), *split_identifier(w)))
+
+
+def path_match(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
+    """Signal `path`: query words in the file's path (folders and name) point at the file."""
+    terms = {stem(t) for t in shape.terms if len(t) > 2}
+    if not terms:
+        return list(candidates)
+    out = []
+    for c in candidates:
+        share = len(terms & path_words(c.path)) / len(terms)
+        out.append(c.rescored(1 + PATH_WEIGHT * share, "path"))
     return ordered(out)
 
 
@@ -213,4 +250,4 @@ def file_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
     return kept + pushed
 
 
-SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "coherence")
+SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "path", "coherence")

@@ -26,7 +26,7 @@ from codewhere.types import (
 log = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x63776872  # "cwhr": marks a SQLite file as a codewhere index
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 BUSY_TIMEOUT_MS = 10_000
 # bm25 column weights: the path tokens repeat in every chunk of a file, so they count for less.
 BM25_WEIGHT_PATH = 0.5
@@ -96,7 +96,7 @@ CREATE TABLE edges(
     resolution TEXT NOT NULL DEFAULT 'unresolved',
     line INTEGER NOT NULL
 );
-CREATE INDEX edges_file ON edges(file_id);
+CREATE INDEX edges_file ON edges(file_id, kind, line);
 CREATE INDEX edges_source ON edges(source_id);
 CREATE INDEX edges_target ON edges(target_id);
 CREATE INDEX edges_target_name ON edges(target_name);

@@ -1,0 +1,71 @@
+"""Fit ranking constants on a development split of semble's benchmark, never on reported repos.
+
+    python benchmarks/fit_signals.py --repo cobra --repo sinatra ... --grid PATH_WEIGHT=0,0.5,1 --grid COHERENCE=0.15,0.5
+
+Each repo is indexed once; every combination of the grid is scored (mean NDCG@10 over repos),
+best first. Reported numbers come from benchmarks/semble_bench.py on other repositories.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpora import from_git  # noqa: E402
+from semble_bench import SHARED, mirror_for  # noqa: E402
+
+from codewhere.api import Index  # noqa: E402
+from codewhere.config import Settings  # noqa: E402
+from codewhere.evaluate import covers, load_query_file, score_query  # noqa: E402
+from codewhere.search import signals  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", action="append", required=True)
+    parser.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...")
+    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
+    args = parser.parse_args()
+    specs = {s["name"]: s for s in json.loads((SHARED / "repos.json").read_text())}
+    grid = {}
+    for item in args.grid:
+        name, values = item.split("=", 1)
+        kind = type(getattr(signals, name))
+        grid[name] = [kind(v) for v in values.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="fit-"))
+    settings = Settings(cache_dir=work, models_dir=Settings.from_env().model_cache)
+    repos = []
+    for name in args.repo:
+        spec = specs[name]
+        checkout = from_git(mirror_for(spec["url"], Path(args.mirrors)), spec["revision"], name)
+        root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
+        index = Index.open(root, settings=settings)
+        index.refresh()
+        spans = index.store.chunk_spans(index._filters((), False, False))
+        queries = load_query_file(SHARED / "annotations" / f"{name}.json").queries
+        indexed = [sum(1 for t in q.targets if any(covers(p, s, e, t) for p, s, e in spans)) for q in queries]
+        repos.append((name, index, queries, indexed))
+    results = []
+    for combo in itertools.product(*grid.values()):
+        for name, value in zip(grid, combo, strict=True):
+            setattr(signals, name, value)
+        per_repo = {}
+        for name, index, queries, indexed in repos:
+            scores = [score_query(index.search(q.query, k=10), q, n)[1] for q, n in zip(queries, indexed, strict=True)]
+            per_repo[name] = sum(scores) / len(scores)
+        mean = sum(per_repo.values()) / len(per_repo)
+        results.append((mean, dict(zip(grid, combo, strict=True)), per_repo))
+        print(f"{mean:.4f} {dict(zip(grid, combo, strict=True))}", file=sys.stderr, flush=True)
+    results.sort(key=lambda r: -r[0])
+    print(json.dumps([{"ndcg10": round(m, 4), "constants": c, "per_repo": {k: round(v, 4) for k, v in p.items()}} for m, c, p in results[:10]], indent=1))
+
+
+if __name__ == "__main__":
+    main()
