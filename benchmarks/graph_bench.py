@@ -13,6 +13,7 @@ import argparse
 import json
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,7 +28,7 @@ from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.errors import QueryError  # noqa: E402
 
-REPOS = ["requests", "express", "zod", "gin", "serde", "gson", "nlohmann-json", "rails", "laravel-framework"]
+REPOS = ["requests", "express", "zod", "gin", "serde", "gson", "fmtlib", "dapper", "rails", "laravel-framework"]
 
 
 def median_ms(samples: list[float]) -> float:
@@ -95,7 +96,11 @@ def main() -> None:
             print(f"skipping {name}: no mirror", file=sys.stderr)
             continue
         ref = "v2.32.3" if name == "requests" else spec["revision"]  # the study's tag
-        checkout = from_git(mirror, ref, name)
+        try:
+            checkout = from_git(mirror, ref, name)
+        except subprocess.CalledProcessError:
+            print(f"skipping {name}: {ref} is not in the mirror", file=sys.stderr)
+            continue
         result = bench(f"{name} ({spec['language']})", checkout, args.runs)
         print(json.dumps(result), file=sys.stderr, flush=True)
         results.append(result)

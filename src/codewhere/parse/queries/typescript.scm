@@ -18,3 +18,5 @@
 (new_expression constructor: (identifier) @callee) @call
 (import_specifier name: (identifier) @imported) @import
 (import_clause (identifier) @imported) @import
+(expression_statement (assignment_expression left: (member_expression property: (property_identifier) @name) right: [(function_expression) (arrow_function)])) @def.function
+(pair key: (property_identifier) @name value: [(function_expression) (arrow_function)]) @def.method
