@@ -212,6 +212,7 @@ class Index:
         exclude_tests: bool = False,
         exclude_docs: bool = False,
         disabled_signals: Sequence[str] = (),
+        kinds: Sequence[str] | None = None,
     ) -> list[Hit]:
         """Search the index. `disabled_signals` names ranking signals to switch off ("all" for
         plain RRF fusion); see search/signals.py."""
@@ -220,6 +221,12 @@ class Index:
         if k < 1:
             raise QueryError(f"-k must be at least 1, got {k}", "pass -k 10 or leave it out")
         filters = self._filters(scopes, exclude_tests, exclude_docs)
+        if kinds is not None:
+            try:
+                wanted = {FileKind(k) for k in kinds}
+            except ValueError as exc:
+                raise QueryError(f"unknown kind in {list(kinds)}", "use code, test, docs or config") from exc
+            filters = replace(filters, exclude_kinds=tuple(k for k in FileKind if k not in wanted))
         mode = Mode(mode)
         embedder = None if mode is Mode.KEYWORD else self.embedder()
         return engine.search(self.store, query, k, mode, filters, embedder, signal_set(disabled_signals))
@@ -264,6 +271,17 @@ class Index:
         result = run_eval(query_file, methods, is_indexed, grep_count)
         result.scope = tuple(filters.scopes)
         return result
+
+    def related(self, path: str, line: int, k: int = DEFAULT_K) -> list[Hit]:
+        """Chunks whose vectors are nearest to the chunk at path:line (the chunk itself left out)."""
+        rel = normalise_scope(self.root, path)
+        source = self.store.chunk_at(rel, line)
+        if source is None:
+            raise QueryError(f"no indexed chunk at {path}:{line}", "give a file and line inside the indexed folder")
+        embedder = self.embedder()
+        vector = embedder.embed_documents([source.embed_text])[0]
+        found = [(cid, sim) for cid, sim in self.store.vector_search(vector, k + 1, Filters()) if cid != source.id][:k]
+        return engine.to_hits(self.store, [engine.Ranked(cid, sim, {"semantic": i}) for i, (cid, sim) in enumerate(found, 1)], "")
 
     # ---- graph questions -----------------------------------------------------------------
 

@@ -113,6 +113,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     _add_index_options(p)
 
+    p = sub.add_parser("mcp", help="serve search and graph tools to coding agents over MCP (stdio)")
+    p.add_argument("paths", nargs="*", default=["."], help="folders to serve (default: .)")
+    p.add_argument("--no-redact", action="store_true", help="do not redact secrets-looking strings in snippets")
+    p.add_argument("--print-config", choices=["claude", "cursor", "codex", "vscode"],
+                   help="print the client configuration snippet instead of serving")
+    p.add_argument("--index", metavar="FILE", help="index file (one served folder only)")
+
     p = sub.add_parser("status", help="describe a folder's index")
     p.add_argument("path", nargs="?", default=".")
     p.add_argument("--json", action="store_true")
@@ -306,7 +313,18 @@ def _cmd_graph_stats(args: argparse.Namespace) -> int:
     return EXIT_HITS
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from codewhere.mcp_server import client_config, serve
+
+    if args.print_config:
+        print(client_config(args.print_config, args.paths))
+        return EXIT_HITS
+    serve(args.paths, redact_secrets=not args.no_redact, index_file=args.index)
+    return EXIT_HITS
+
+
 COMMANDS = {
+    "mcp": _cmd_mcp,
     "index": _cmd_index, "search": _cmd_search, "eval": _cmd_eval, "status": _cmd_status,
     "refs": _cmd_graph, "callers": _cmd_graph, "callees": _cmd_graph, "impact": _cmd_graph,
     "outline": _cmd_outline, "symbols": _cmd_symbols, "graph-stats": _cmd_graph_stats,

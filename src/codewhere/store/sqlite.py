@@ -104,6 +104,12 @@ CREATE INDEX edges_target_name ON edges(target_name);
 
 
 @dataclass(frozen=True)
+class ChunkAt:
+    id: int
+    embed_text: str
+
+
+@dataclass(frozen=True)
 class FileState:
     size: int
     mtime_ns: int
@@ -584,6 +590,16 @@ class SqliteStore:
             for cid, path, start_line, end_line, kind, language, text in rows:
                 out[cid] = StoredChunk(cid, path, start_line, end_line, FileKind(kind), language, text)
         return out
+
+    def chunk_at(self, path: str, line: int) -> ChunkAt | None:
+        """The smallest chunk of `path` whose lines hold `line`."""
+        row = self._db.execute(
+            """SELECT c.id, coalesce(c.embed_text, f.path || char(10) || c.text) FROM chunks c
+               JOIN files f ON f.id = c.file_id WHERE f.path = ? AND c.start_line <= ? AND c.end_line >= ?
+               ORDER BY c.end_line - c.start_line LIMIT 1""",
+            (path, line, line),
+        ).fetchone()
+        return ChunkAt(int(row[0]), row[1]) if row else None
 
     def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]:
         """(path, start line, end line) of every chunk the filters let through."""

@@ -1,0 +1,248 @@
+"""`codewhere mcp`: the same search and graph questions as MCP tools over stdio, for coding agents.
+
+Every path argument is resolved and must stay inside a served root; the index is refreshed
+incrementally before each answer, so an agent never reads stale line numbers; answers are
+sized for a tool-result budget and secrets-looking strings are redacted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from codewhere.api import DEFAULT_K, Index
+from codewhere.errors import CodewhereError
+from codewhere.types import Hit
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_TOKENS = 20_000  # under the common 25k-token tool-result cap
+CHARS_PER_TOKEN = 4
+SNIPPET_LINES = 12
+SNIPPET_BYTES = 1_200
+
+_SECRETS = [
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
+    re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"),
+    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
+    re.compile(r"\bsk-[A-Za-z0-9_-]{20,}\b"),
+    re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    re.compile(r"(?i)((?:api[_-]?key|secret|password|passwd|token)\s*[:=]\s*)(['\"])[^'\"\s]{8,}\2"),
+]
+
+
+def redact(text: str) -> str:
+    for pattern in _SECRETS:
+        if pattern.groups >= 2 and "api" in pattern.pattern:
+            text = pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}[REDACTED]{m.group(2)}", text)
+        else:
+            text = pattern.sub("[REDACTED]", text)
+    return text
+
+
+def size_hits(hits: list[Hit], max_tokens: int, redact_secrets: bool) -> dict[str, Any]:
+    """Hits as dicts within a budget: snippets are cut to fewer lines before any hit is dropped."""
+    budget = max_tokens * CHARS_PER_TOKEN
+    for lines in (SNIPPET_LINES, 4, 1, 0):
+        out = [_hit_dict(h, lines, redact_secrets) for h in hits]
+        size = len(json.dumps(out))
+        if size <= budget:
+            return {"hits": out, "trimmed": lines < SNIPPET_LINES, "dropped": 0}
+    kept = []
+    for item in out:
+        if len(json.dumps(kept + [item])) > budget:
+            break
+        kept.append(item)
+    return {"hits": kept, "trimmed": True, "dropped": len(hits) - len(kept)}
+
+
+def _hit_dict(hit: Hit, lines: int, redact_secrets: bool) -> dict[str, Any]:
+    snippet = "\n".join(hit.snippet.split("\n")[:lines])[:SNIPPET_BYTES] if lines else ""
+    return {
+        "location": f"{hit.path}:{hit.start_line}-{hit.end_line}",
+        "kind": hit.kind.value,
+        "score": hit.score,
+        "snippet": redact(snippet) if redact_secrets else snippet,
+        "why": hit.why,
+    }
+
+
+class Workspace:
+    """The served roots, their open indexes, and the path rules."""
+
+    def __init__(self, roots: list[Path], redact_secrets: bool = True, index_file: str | None = None) -> None:
+        self.roots = [r.resolve() for r in roots]
+        self.redact_secrets = redact_secrets
+        self._indexes: dict[Path, Index] = {}
+        self._index_file = index_file
+
+    def index_for(self, path: str | None = None) -> tuple[Index, str | None]:
+        """The index whose root holds `path`, and `path` relative to that root."""
+        if path is None or path in ("", "."):
+            root, rel = self.roots[0], None
+        else:
+            root, rel = self.confine(path)
+        if root not in self._indexes:
+            self._indexes[root] = Index.open(root, self._index_file if len(self.roots) == 1 else None)
+        index = self._indexes[root]
+        index.refresh_if_free(vectors=True)
+        return index, rel
+
+    def confine(self, path: str) -> tuple[Path, str]:
+        """Resolve `path` (relative to the first root, or absolute) and refuse anything outside the roots."""
+        candidate = Path(path)
+        if not candidate.is_absolute():
+            candidate = self.roots[0] / candidate
+        resolved = candidate.resolve()
+        for root in self.roots:
+            if resolved == root or resolved.is_relative_to(root):
+                return root, resolved.relative_to(root).as_posix() if resolved != root else ""
+        raise CodewhereError(f"{path} is outside the served folders", "give a path inside " + ", ".join(map(str, self.roots)))
+
+
+def build_server(workspace: Workspace):  # noqa: ANN201 — an mcp MCPServer
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    server = MCPServer(
+        "codewhere",
+        instructions=(
+            "Local code search over " + ", ".join(map(str, workspace.roots)) + ". Use `search` for a question in "
+            "plain words or an identifier; `symbols` to find a definition by name; `callers`/`callees`/`refs`/"
+            "`impact` for who uses what; `outline` to see a file's structure before reading it. Results are "
+            "path:start-end ranges: read only those lines."
+        ),
+    )
+
+    def run(fn, *args, **kwargs):  # noqa: ANN001, ANN202 — map user mistakes to tool errors
+        try:
+            return fn(*args, **kwargs)
+        except CodewhereError as exc:
+            raise ToolError(str(exc)) from exc
+
+    @server.tool()
+    def search(query: str, path: str | None = None, k: int = DEFAULT_K, mode: str = "hybrid",
+               scope: list[str] | None = None, kinds: list[str] | None = None,
+               max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+        """Find code by meaning or by name: a question in plain words ("where do we retry failed
+        uploads") or an identifier (`raise_for_status`). Returns path:start-end ranges with short
+        snippets, best first. `path` picks a served folder; `scope` limits to sub-folders;
+        `kinds` keeps only these file kinds (code, test, docs, config; default: all);
+        `mode` is hybrid (default), keyword or semantic."""
+        def go() -> dict[str, Any]:
+            index, rel = workspace.index_for(path)
+            scopes = list(scope or []) + ([rel] if rel else [])
+            hits = index.search(query, k=k, mode=mode, scopes=scopes, kinds=kinds)
+            return {"query": query, **size_hits(hits, max_tokens, workspace.redact_secrets)}
+        return run(go)
+
+    @server.tool()
+    def find_related(path: str, line: int, k: int = DEFAULT_K) -> dict[str, Any]:
+        """Code similar to the chunk at path:line (other implementations of the same idea)."""
+        def go() -> dict[str, Any]:
+            index, rel = workspace.index_for(path)
+            hits = index.related(rel or "", line, k)
+            return size_hits(hits, DEFAULT_MAX_TOKENS, workspace.redact_secrets)
+        return run(go)
+
+    @server.tool()
+    def outline(path: str) -> dict[str, Any]:
+        """The symbols of one file (functions, classes, methods) with kinds and line spans, nested by parent."""
+        def go() -> dict[str, Any]:
+            index, rel = workspace.index_for(path)
+            return {"path": rel, "symbols": [_symbol(s) for s in index.outline(rel or "")]}
+        return run(go)
+
+    @server.tool()
+    def symbols(query: str, path: str | None = None, k: int = 20) -> dict[str, Any]:
+        """Find definitions by name or part of a name (exact name first, then all words, then any)."""
+        return run(lambda: {"symbols": [_symbol(s) for s in workspace.index_for(path)[0].symbols(query, k)]})
+
+    def graph_tool(kind: str, name: str, path: str | None) -> dict[str, Any]:
+        index, _ = workspace.index_for(path)
+        symbol, refs = getattr(index, kind)(name)
+        return {"symbol": _symbol(symbol), kind: [
+            {"kind": r.kind, "location": f"{r.path}:{r.line}", "resolution": r.resolution,
+             "from": r.source.qualified_name if r.source else None,
+             "to": r.target.qualified_name if r.target else r.target_name}
+            for r in refs]}
+
+    @server.tool()
+    def refs(name: str, path: str | None = None) -> dict[str, Any]:
+        """Every call, import and inheritance that refers to a symbol (name, Owner.name or path:line)."""
+        return run(graph_tool, "refs", name, path)
+
+    @server.tool()
+    def callers(name: str, path: str | None = None) -> dict[str, Any]:
+        """Who calls this function or method (name, Owner.name or path:line)."""
+        return run(graph_tool, "callers", name, path)
+
+    @server.tool()
+    def callees(name: str, path: str | None = None) -> dict[str, Any]:
+        """What this function or method calls, resolved where the name is unambiguous."""
+        return run(graph_tool, "callees", name, path)
+
+    @server.tool()
+    def impact(name: str, depth: int = 3, path: str | None = None) -> dict[str, Any]:
+        """What may break if this symbol changes: transitive callers and subclasses, with distance."""
+        def go() -> dict[str, Any]:
+            index, _ = workspace.index_for(path)
+            symbol, impacted = index.impact(name, depth)
+            return {"symbol": _symbol(symbol),
+                    "impact": [{**_symbol(i.symbol), "distance": i.distance, "via": i.via} for i in impacted]}
+        return run(go)
+
+    @server.tool()
+    def index_status(path: str | None = None) -> dict[str, Any]:
+        """Files, chunks, languages and model of the index of a served folder."""
+        def go() -> dict[str, Any]:
+            index, _ = workspace.index_for(path)
+            stats = index.status()
+            return {"root": str(index.root), "files": stats.files, "chunks": stats.chunks,
+                    "languages": stats.languages, "model": stats.meta.get("model_id")}
+        return run(go)
+
+    @server.tool()
+    def refresh(path: str | None = None) -> dict[str, Any]:
+        """Bring the index up to date now (searches also do this by themselves)."""
+        def go() -> dict[str, Any]:
+            index, _ = workspace.index_for(path)
+            report = index.refresh()
+            return {"added": report.files_added, "changed": report.files_changed, "removed": report.files_removed}
+        return run(go)
+
+    return server
+
+
+def _symbol(s) -> dict[str, Any]:  # noqa: ANN001
+    return {"name": s.qualified_name, "kind": s.kind, "location": f"{s.path}:{s.start_line}-{s.end_line}",
+            "signature": s.signature}
+
+
+CLIENT_CONFIGS = ("claude", "cursor", "codex", "vscode")
+
+
+def client_config(client: str, roots: list[str]) -> str:
+    """The snippet each MCP client needs to start `codewhere mcp` on these folders."""
+    args = ["mcp", *[str(Path(r).resolve()) for r in roots]]
+    command = str(Path(sys.argv[0]).resolve()) if sys.argv[0].endswith("codewhere") else "codewhere"
+    if client == "codex":
+        quoted = ", ".join(json.dumps(a) for a in args)
+        return f'[mcp_servers.codewhere]\ncommand = {json.dumps(command)}\nargs = [{quoted}]\n'
+    entry = {"command": command, "args": args}
+    if client == "vscode":
+        return json.dumps({"servers": {"codewhere": {"type": "stdio", **entry}}}, indent=2)
+    return json.dumps({"mcpServers": {"codewhere": entry}}, indent=2)
+
+
+def serve(roots: list[str], redact_secrets: bool = True, index_file: str | None = None) -> None:
+    from codewhere.api import resolve_root
+
+    workspace = Workspace([resolve_root(r) for r in roots], redact_secrets, index_file)
+    build_server(workspace).run("stdio")

@@ -1,0 +1,104 @@
+"""The real server as a subprocess, driven by the official SDK's client over stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from codewhere.mcp_server import redact, size_hits
+from codewhere.types import FileKind, Hit
+from tests.conftest import SAMPLE_REPO, write_tree
+
+TOOLS = {"search", "find_related", "outline", "symbols", "refs", "callers", "callees", "impact", "index_status", "refresh"}
+
+
+def payload(result) -> object:  # noqa: ANN001
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)
+
+
+async def session_run(root: Path, body) -> None:  # noqa: ANN001
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codewhere", "mcp", str(root)], env=dict(os.environ))
+    async with stdio_client(params) as streams:
+        async with ClientSession(*streams) as session:
+            await session.initialize()
+            await body(session)
+
+
+def test_tools_over_stdio(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", {**SAMPLE_REPO, ".env.example": "API_KEY = 'abcd1234efgh5678'\n"})
+    (tmp_path / "outside.py").write_text("secret = 1\n")
+
+    async def body(session: ClientSession) -> None:
+        tools = await session.list_tools()
+        assert {t.name for t in tools.tools} == TOOLS
+        assert all(t.description and len(t.description) > 30 for t in tools.tools)
+        found = payload(await session.call_tool("search", {"query": "charge_credit_card"}))
+        assert found["hits"][0]["location"] == "src/shop/payment.py:2-6"
+        assert "charge_credit_card" in found["hits"][0]["snippet"]
+        code_only = payload(await session.call_tool("search", {"query": "charge_credit_card", "kinds": ["code"]}))
+        assert {h["kind"] for h in code_only["hits"]} == {"code"}
+        outline = payload(await session.call_tool("outline", {"path": "src/shop/cart.py"}))["symbols"]
+        assert [s["name"] for s in outline] == ["Cart", "Cart.__init__", "Cart.add_item", "Cart.total_price"]
+        callers = payload(await session.call_tool("callers", {"name": "gateway_request"}))
+        assert {c["from"] for c in callers["callers"]} == {"charge_credit_card", "refund_payment"}
+        callees = payload(await session.call_tool("callees", {"name": "refund_payment"}))
+        assert [c["to"] for c in callees["callees"]] == ["gateway_request"]
+        assert payload(await session.call_tool("impact", {"name": "gateway_request", "depth": 2}))["impact"]
+        assert payload(await session.call_tool("refs", {"name": "gateway_request"}))["refs"]
+        assert payload(await session.call_tool("symbols", {"query": "credit card"}))["symbols"][0]["name"] == "charge_credit_card"
+        related = payload(await session.call_tool("find_related", {"path": "src/shop/payment.py", "line": 3}))
+        assert related["hits"] and all(not h["location"].startswith("src/shop/payment.py:2-") for h in related["hits"])
+        status = payload(await session.call_tool("index_status", {}))
+        assert status["files"] == 9 and status["model"] == "default"
+        # path escapes are refused
+        for bad in ("../outside.py", str(tmp_path / "outside.py"), "src/../../outside.py"):
+            result = await session.call_tool("outline", {"path": bad})
+            assert result.is_error and "outside the served folders" in result.content[0].text
+        os.symlink(tmp_path / "outside.py", root / "link.py")
+        escaped = await session.call_tool("outline", {"path": "link.py"})
+        assert escaped.is_error
+        # secrets are redacted in snippets
+        secret = payload(await session.call_tool("search", {"query": "API_KEY", "mode": "keyword"}))
+        assert "abcd1234efgh5678" not in json.dumps(secret) and "[REDACTED]" in json.dumps(secret)
+        # an edit between two calls is seen by the second
+        (root / "src/shop/cart.py").write_text("def brand_new_function():\n    pass\n")
+        after = payload(await session.call_tool("outline", {"path": "src/shop/cart.py"}))["symbols"]
+        assert [s["name"] for s in after] == ["brand_new_function"]
+        missing = await session.call_tool("callers", {"name": "no_such_symbol_anywhere"})
+        assert missing.is_error and "no symbol" in missing.content[0].text
+
+    anyio.run(session_run, root, body)
+
+
+def test_budget_trims_snippets_before_dropping_hits() -> None:
+    hits = [Hit(f"f{i}.py", 1, 40, 1.0, FileKind.CODE, "python", "\n".join(["x" * 80] * 12)) for i in range(30)]
+    roomy = size_hits(hits, 20_000, True)
+    assert len(roomy["hits"]) == 30 and not roomy["trimmed"]
+    tight = size_hits(hits, 1_000, True)
+    assert tight["trimmed"] and len(tight["hits"]) == 30 - tight["dropped"]
+    assert all(h["snippet"].count("\n") <= 3 for h in tight["hits"])
+    tiny = size_hits(hits, 100, True)
+    assert tiny["dropped"] > 0 and len(json.dumps(tiny["hits"])) <= 400
+
+
+@pytest.mark.parametrize("secret", [
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
+    "AKIAABCDEFGHIJKLMNOP", "ghp_" + "a" * 36, "xoxb-1234567890-abcdef", "sk-" + "b" * 32,
+])
+def test_redaction(secret: str) -> None:
+    assert "[REDACTED]" in redact(f"value = {secret}\n") and secret not in redact(f"value = {secret}\n")
+
+
+def test_print_config(cli, tmp_path: Path) -> None:
+    claude = json.loads(cli("mcp", "--print-config", "claude", str(tmp_path)).out)
+    assert claude["mcpServers"]["codewhere"]["args"] == ["mcp", str(tmp_path.resolve())]
+    assert "[mcp_servers.codewhere]" in cli("mcp", "--print-config", "codex", str(tmp_path)).out
+    assert json.loads(cli("mcp", "--print-config", "vscode", str(tmp_path)).out)["servers"]["codewhere"]["type"] == "stdio"
