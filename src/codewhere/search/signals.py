@@ -32,7 +32,8 @@ REEXPORT_PENALTY = 0.5  # × for __init__.py / index.ts chunks that only import 
 STUB_PENALTY = 0.5  # × for .d.ts and .pyi declaration stubs
 EVIDENCE_SHARE = 0.5  # share of a test/doc chunk's score passed to the code it calls or names
 COHERENCE = 0.6  # × (1 + coherence × other chunks' share) for a file's best chunk
-MAX_PER_FILE = 1  # chunks of one file ahead of every other file's best chunk (fitted: 1 > 2 > 3 on the dev split)
+MAX_PER_FILE = 1  # chunks of one file at full score; each further one is multiplied by FILE_REPEAT_DECAY
+FILE_REPEAT_DECAY = 0.3  # 0 pushes a file's extra chunks below every other file's (a hard cap)
 SIGNATURE_WEIGHT = 0.5  # × (1 + weight × share of query terms in the symbol's name and signature)
 PATH_WEIGHT = 1.0  # × (1 + weight × share of query terms in the file's path: `join_set.rs`, `websockets.py`)
 
@@ -230,8 +231,8 @@ def path_match(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candi
 
 
 def file_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """Signal `coherence`: several good chunks in a file lift its best one; then at most
-    MAX_PER_FILE chunks of a file stay ahead of other files' chunks."""
+    """Signal `coherence`: several good chunks in a file lift its best one; a file's further
+    chunks step back (FILE_REPEAT_DECAY each) so one file can't fill the page."""
     by_file: dict[str, list[Candidate]] = defaultdict(list)
     for c in ordered(candidates):
         by_file[c.path].append(c)
@@ -243,11 +244,18 @@ def file_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
         lifted.append(best.rescored(1 + COHERENCE * share, "coherence"))
         lifted.extend(rest)
     ranked = ordered(lifted)
-    kept, pushed, seen = [], [], defaultdict(int)
+    if FILE_REPEAT_DECAY <= 0:
+        kept, pushed, seen = [], [], defaultdict(int)
+        for c in ranked:
+            seen[c.path] += 1
+            (kept if seen[c.path] <= MAX_PER_FILE else pushed).append(c)
+        return kept + pushed
+    decayed, seen = [], defaultdict(int)
     for c in ranked:
         seen[c.path] += 1
-        (kept if seen[c.path] <= MAX_PER_FILE else pushed).append(c)
-    return kept + pushed
+        extra = seen[c.path] - MAX_PER_FILE
+        decayed.append(c.rescored(FILE_REPEAT_DECAY ** extra, "coherence") if extra > 0 else c)
+    return ordered(decayed)
 
 
 SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "path", "coherence")
