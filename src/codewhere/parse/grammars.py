@@ -21,7 +21,7 @@ GRAMMARS: dict[str, Grammar] = {
     "python": Grammar("tree_sitter_python", "language", "python.scm"),
     "javascript": Grammar("tree_sitter_javascript", "language", "javascript.scm"),
     "typescript": Grammar("tree_sitter_typescript", "language_typescript", "typescript.scm"),
-    "tsx": Grammar("tree_sitter_typescript", "language_tsx", "tsx.scm"),
+    "tsx": Grammar("tree_sitter_typescript", "language_tsx", "typescript.scm"),  # TSX extends TypeScript
     "go": Grammar("tree_sitter_go", "language", "go.scm"),
     "rust": Grammar("tree_sitter_rust", "language", "rust.scm"),
     "java": Grammar("tree_sitter_java", "language", "java.scm"),
