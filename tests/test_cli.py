@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -9,7 +8,6 @@ import time
 from pathlib import Path
 
 import apsw
-import pytest
 
 from codewhere.config import Settings
 from codewhere.locks import index_writer_lock
