@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import replace
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Self
 
@@ -14,13 +14,26 @@ from codewhere.chunk import CHUNKERS
 from codewhere.config import Settings
 from codewhere.embed import Embedder
 from codewhere.embed.registry import DEFAULT_MODEL, BuildProgress, load_embedder
-from codewhere.evaluate import EvalResult, QueryFile, Target, covers, path_matches, run_eval
-from codewhere.errors import IndexBusyError, IndexFileError, ModelError, PathError, QueryError
+from codewhere.errors import (
+    IndexBusyError,
+    IndexFileError,
+    ModelError,
+    PathError,
+    QueryError,
+)
+from codewhere.evaluate import (
+    EvalResult,
+    QueryFile,
+    Target,
+    covers,
+    path_matches,
+    run_eval,
+)
 from codewhere.indexer import IndexReport, Progress
+from codewhere.locks import index_writer_lock
 from codewhere.search import engine
 from codewhere.search.signals import SIGNALS
 from codewhere.store import SqliteStore, StoreStats
-from codewhere.locks import index_writer_lock
 from codewhere.types import FileKind, Filters, Hit, Mode, SymbolRow
 
 log = logging.getLogger(__name__)

@@ -12,16 +12,22 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from codewhere import __version__, render
 from codewhere.api import DEFAULT_K, EVAL_DEPTH, EVAL_METHODS, Index, eval_method
-from codewhere.search.signals import SIGNALS
 from codewhere.chunk import CHUNKERS
 from codewhere.errors import CodewhereError, QueryError
 from codewhere.eval_report import html_report
 from codewhere.evaluate import load_query_file, result_csv, result_json
 from codewhere.indexer import Progress as ProgressFn
+from codewhere.search.signals import SIGNALS
 from codewhere.types import Mode
 
 EXIT_HITS, EXIT_NO_HITS, EXIT_ERROR = 0, 1, 2

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-
 from rich.table import Table
 
 from codewhere.evaluate import EvalResult

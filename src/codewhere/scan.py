@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pathspec
 
-from codewhere.languages import ASSET_EXTENSIONS, LOCKFILES, SKIPPED_DIRS, kind_of, language_of
+from codewhere.languages import (
+    ASSET_EXTENSIONS,
+    LOCKFILES,
+    SKIPPED_DIRS,
+    kind_of,
+    language_of,
+)
 from codewhere.types import FileRecord, Skip, SkipReason
 
 MAX_FILE_BYTES = 1_000_000

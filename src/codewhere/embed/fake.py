@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from codewhere.types import ModelInfo
 from codewhere.embed.base import normalise_rows
+from codewhere.types import ModelInfo
 
 
 class FakeEmbedder:

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from codewhere.types import ModelInfo
 from codewhere.embed.base import length_sorted_batches, normalise_rows
 from codewhere.errors import ModelError
+from codewhere.types import ModelInfo
 
 MAX_TOKENS = 2048  # a chunk is ~700 tokens by the 4-chars rule; wordpieces run longer
 BATCH = 512

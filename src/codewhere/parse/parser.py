@@ -9,7 +9,12 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from codewhere.parse.grammars import CALLABLE_KINDS, CONTAINER_KINDS, GRAMMARS, SCOPE_ONLY_KINDS
+from codewhere.parse.grammars import (
+    CALLABLE_KINDS,
+    CONTAINER_KINDS,
+    GRAMMARS,
+    SCOPE_ONLY_KINDS,
+)
 from codewhere.types import Edge, EdgeKind, Symbol
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
-from codewhere.tokens import compound, is_identifier_query, query_terms, split_identifier
+from codewhere.tokens import (
+    compound,
+    is_identifier_query,
+    query_terms,
+    split_identifier,
+)
 from codewhere.types import FileKind
 
 # ---- constants (one place; see the module docstring for how they were chosen) ----------------

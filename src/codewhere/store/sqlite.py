@@ -19,8 +19,19 @@ import sqlite_vec
 
 from codewhere.errors import IndexFileError, ModelError, QueryError
 from codewhere.types import (
-    Chunk, Edge, EdgeHit, EdgeRow, FileKind, FileRecord, Filters, ModelInfo, SkipReason, StoredChunk, Symbol,
-    SymbolRef, SymbolRow,
+    Chunk,
+    Edge,
+    EdgeHit,
+    EdgeRow,
+    FileKind,
+    FileRecord,
+    Filters,
+    ModelInfo,
+    SkipReason,
+    StoredChunk,
+    Symbol,
+    SymbolRef,
+    SymbolRow,
 )
 
 log = logging.getLogger(__name__)
