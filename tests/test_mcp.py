@@ -78,6 +78,21 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
     anyio.run(session_run, root, body)
 
 
+def test_first_index_reports_progress(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "big", {f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(450)})
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
+
+    async def body(session: ClientSession) -> None:
+        found = payload(await session.call_tool("search", {"query": "f7"}, progress_callback=on_progress))
+        assert found["hits"]
+
+    anyio.run(session_run, root, body)
+    assert [p for p, _ in seen] == [200, 400] and all(m and m.startswith("indexing pkg/") for _, m in seen)
+
+
 def test_budget_trims_snippets_before_dropping_hits() -> None:
     hits = [Hit(f"f{i}.py", 1, 40, 1.0, FileKind.CODE, "python", "\n".join(["x" * 80] * 12)) for i in range(30)]
     roomy = size_hits(hits, 20_000, True)

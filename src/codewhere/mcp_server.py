@@ -14,8 +14,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
 from codewhere.api import DEFAULT_K, Index
 from codewhere.errors import CodewhereError
+from codewhere.indexer import Progress
 from codewhere.types import Hit
 
 log = logging.getLogger(__name__)
@@ -82,8 +87,8 @@ class Workspace:
         self._indexes: dict[Path, Index] = {}
         self._index_file = index_file
 
-    def index_for(self, path: str | None = None) -> tuple[Index, str | None]:
-        """The index whose root holds `path`, and `path` relative to that root."""
+    def index_for(self, path: str | None = None, progress: Progress | None = None) -> tuple[Index, str | None]:
+        """The index whose root holds `path` (refreshed), and `path` relative to that root."""
         if path is None or path in ("", "."):
             root, rel = self.roots[0], None
         else:
@@ -91,7 +96,7 @@ class Workspace:
         if root not in self._indexes:
             self._indexes[root] = Index.open(root, self._index_file if len(self.roots) == 1 else None)
         index = self._indexes[root]
-        index.refresh_if_free(vectors=True)
+        index.refresh_if_free(progress, vectors=True)
         return index, rel
 
     def confine(self, path: str) -> tuple[Path, str]:
@@ -106,9 +111,18 @@ class Workspace:
         raise CodewhereError(f"{path} is outside the served folders", "give a path inside " + ", ".join(map(str, self.roots)))
 
 
-def build_server(workspace: Workspace):  # noqa: ANN201 — an mcp MCPServer
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+PROGRESS_EVERY = 200  # files between progress notifications while a first index is built
+
+
+def build_server(workspace: Workspace) -> MCPServer:
+    async def with_progress(ctx: Context, work):  # noqa: ANN001, ANN202
+        """Run blocking work in a thread; indexing progress goes to the client as MCP progress
+        notifications, so a large first index does not look like a hung call."""
+        def notify(count: int, current: str) -> None:
+            if count % PROGRESS_EVERY == 0:
+                anyio.from_thread.run(ctx.report_progress, count, None, f"indexing {current}")
+
+        return await anyio.to_thread.run_sync(lambda: run(work, notify))
 
     server = MCPServer(
         "codewhere",
@@ -127,20 +141,20 @@ def build_server(workspace: Workspace):  # noqa: ANN201 — an mcp MCPServer
             raise ToolError(str(exc)) from exc
 
     @server.tool()
-    def search(query: str, path: str | None = None, k: int = DEFAULT_K, mode: str = "hybrid",
-               scope: list[str] | None = None, kinds: list[str] | None = None,
-               max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+    async def search(query: str, ctx: Context, path: str | None = None, k: int = DEFAULT_K, mode: str = "hybrid",
+                     scope: list[str] | None = None, kinds: list[str] | None = None,
+                     max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
         """Find code by meaning or by name: a question in plain words ("where do we retry failed
         uploads") or an identifier (`raise_for_status`). Returns path:start-end ranges with short
         snippets, best first. `path` picks a served folder; `scope` limits to sub-folders;
         `kinds` keeps only these file kinds (code, test, docs, config; default: all);
         `mode` is hybrid (default), keyword or semantic."""
-        def go() -> dict[str, Any]:
-            index, rel = workspace.index_for(path)
+        def go(progress: Progress) -> dict[str, Any]:
+            index, rel = workspace.index_for(path, progress)
             scopes = list(scope or []) + ([rel] if rel else [])
             hits = index.search(query, k=k, mode=mode, scopes=scopes, kinds=kinds)
             return {"query": query, **size_hits(hits, max_tokens, workspace.redact_secrets)}
-        return run(go)
+        return await with_progress(ctx, go)
 
     @server.tool()
     def find_related(path: str, line: int, k: int = DEFAULT_K) -> dict[str, Any]:
@@ -209,13 +223,13 @@ def build_server(workspace: Workspace):  # noqa: ANN201 — an mcp MCPServer
         return run(go)
 
     @server.tool()
-    def refresh(path: str | None = None) -> dict[str, Any]:
+    async def refresh(ctx: Context, path: str | None = None) -> dict[str, Any]:
         """Bring the index up to date now (searches also do this by themselves)."""
-        def go() -> dict[str, Any]:
-            index, _ = workspace.index_for(path)
-            report = index.refresh()
+        def go(progress: Progress) -> dict[str, Any]:
+            index, _ = workspace.index_for(path, progress)
+            report = index.refresh(progress)
             return {"added": report.files_added, "changed": report.files_changed, "removed": report.files_removed}
-        return run(go)
+        return await with_progress(ctx, go)
 
     return server
 
