@@ -151,6 +151,11 @@ def symbol_chunks(record: FileRecord, text: str, symbols: tuple[Symbol, ...]) ->
     the first member); line windows for code between symbols."""
     lines = split_lines(text)
     by_name = {s.qualified_name: s for s in symbols}
+    first_member: dict[str, int] = {}
+    for s in symbols:
+        parent = by_name.get(s.parent)
+        if parent is not None and s.start_line > parent.start_line:
+            first_member[s.parent] = min(first_member.get(s.parent, s.start_line), s.start_line)
     chunked: list[tuple[int, int, Symbol]] = []
     for symbol in sorted(symbols, key=lambda s: (s.start_line, -s.end_line)):
         parent = by_name.get(symbol.parent)
@@ -158,8 +163,8 @@ def symbol_chunks(record: FileRecord, text: str, symbols: tuple[Symbol, ...]) ->
             continue
         if symbol.kind == "module":  # namespaces and Rust mods: their members chunk, the rest is gap
             continue
-        members = [s for s in symbols if s.parent == symbol.qualified_name and s.start_line > symbol.start_line]
-        end = min(s.start_line for s in members) - 1 if members and symbol.kind not in _LEAF_PARENTS else symbol.end_line
+        member = first_member.get(symbol.qualified_name)
+        end = member - 1 if member is not None and symbol.kind not in _LEAF_PARENTS else symbol.end_line
         chunked.append((symbol.start_line, max(end, symbol.start_line), symbol))
     out: list[Chunk] = []
     covered = [False] * (len(lines) + 2)

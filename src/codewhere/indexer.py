@@ -134,12 +134,14 @@ def fill_vectors(store: SqliteStore, embedder: Embedder, progress: Progress | No
     Runs after the file pass, so it also finishes the work of a killed run and of an index first
     built in keyword mode. Returns how many texts were embedded.
     """
-    done = 0
-    while page := store.chunks_without_vectors(VECTOR_BATCH):
-        vectors = embedder.embed_documents([text for _, text in page])
+    done, last_id = 0, 0
+    while page := store.chunks_without_vectors(VECTOR_BATCH, last_id):
+        last_id = page[-1][0]
+        distinct = list({h: text for _, h, text in page}.items())  # identical chunks share one vector
+        vectors = embedder.embed_documents([text for _, text in distinct])
         with store.transaction():
-            store.add_vectors([h for h, _ in page], vectors)
-        done += len(page)
+            store.add_vectors([h for h, _ in distinct], vectors)
+        done += len(distinct)
         if progress:
             progress(done, "embedding")
     with store.transaction():

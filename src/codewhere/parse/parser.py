@@ -195,19 +195,31 @@ def _same(a, b) -> bool:  # noqa: ANN001 — query matches hand out fresh wrappe
 
 
 def _edges(refs: list[tuple[EdgeKind, object, str]], defs: list[_Def]) -> list[Edge]:
-    symbols = [d for d in defs if d.kind not in SCOPE_ONLY_KINDS]
+    """Attach each reference to its enclosing symbol with one sweep over positions (files with
+    thousands of calls and definitions stay linear)."""
+    symbols = sorted((d for d in defs if d.kind not in SCOPE_ONLY_KINDS), key=lambda d: (d.start, -d.end))
     out: dict[tuple[EdgeKind, str, str, int], None] = {}
-    for kind, node, target in refs:
-        if not target:
-            continue
+    ordered_refs = sorted((r for r in refs if r[2]), key=lambda r: r[1].start_byte)  # type: ignore[attr-defined]
+    stack: list[_Def] = []
+    i = 0
+    for kind, node, target in ordered_refs:
         start = node.start_byte  # type: ignore[attr-defined]
-        own = [d for d in defs if _same(d.node, node)]
-        if kind is EdgeKind.INHERIT and own:  # the base is captured on the class (or impl) itself
-            out[(kind, own[0].qualified, target, node.start_point[0] + 1)] = None  # type: ignore[attr-defined]
-            continue
-        enclosing = [d for d in symbols if d.start <= start < d.end and not _same(d.node, node)]
+        line = node.start_point[0] + 1  # type: ignore[attr-defined]
+        if kind is EdgeKind.INHERIT:
+            own = [d for d in defs if _same(d.node, node)]
+            if own:  # the base is captured on the class (or impl) itself
+                out[(kind, own[0].qualified, target, line)] = None
+                continue
+        while i < len(symbols) and symbols[i].start <= start:
+            while stack and stack[-1].end <= symbols[i].start:
+                stack.pop()
+            stack.append(symbols[i])
+            i += 1
+        while stack and stack[-1].end <= start:
+            stack.pop()
+        enclosing = [d for d in stack if d.start <= start < d.end and not _same(d.node, node)]
         if kind is EdgeKind.CALL:
             enclosing = [d for d in enclosing if d.kind in CALLABLE_KINDS] or enclosing
-        source = max(enclosing, key=lambda d: d.start).qualified if enclosing else ""
-        out[(kind, source, target, node.start_point[0] + 1)] = None  # type: ignore[attr-defined]
+        source = enclosing[-1].qualified if enclosing else ""
+        out[(kind, source, target, line)] = None
     return [Edge(kind, source, target, line) for kind, source, target, line in out]

@@ -363,16 +363,17 @@ class SqliteStore:
                 f"CREATE VIRTUAL TABLE vec_chunks USING vec0(embedding float[{int(info.dim)}] distance_metric=cosine)"
             )
 
-    def chunks_without_vectors(self, limit: int) -> list[tuple[str, str]]:
-        """(content hash, embedding text) of up to `limit` distinct chunk texts that need a vector."""
+    def chunks_without_vectors(self, limit: int, after_id: int = 0) -> list[tuple[int, str, str]]:
+        """(chunk id, content hash, embedding text) of up to `limit` chunks after `after_id` whose
+        text has no vector yet, in id order (keyset paging: each page costs the same)."""
         rows = self._db.execute(
-            """SELECT c.content_hash, c.embed_text FROM chunks c
-               WHERE c.id IN (SELECT min(id) FROM chunks WHERE embed_text IS NOT NULL GROUP BY content_hash)
+            """SELECT c.id, c.content_hash, c.embed_text FROM chunks c
+               WHERE c.id > ? AND c.embed_text IS NOT NULL
                  AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)
-               LIMIT ?""",
-            (limit,),
+               ORDER BY c.id LIMIT ?""",
+            (after_id, limit),
         )
-        return [(h, t) for h, t in rows]
+        return [(i, h, t) for i, h, t in rows]
 
     def add_vectors(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
         for content_hash, vector in zip(hashes, vectors, strict=True):
