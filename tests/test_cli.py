@@ -211,3 +211,12 @@ def test_console_script_is_installed() -> None:
     assert script.exists()
     out = subprocess.run([str(script), "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.startswith("codewhere ")
+
+
+def test_cache_inside_the_searched_folder(tmp_path: Path, cli, monkeypatch) -> None:
+    home = write_tree(tmp_path / "home", {"project/app.py": "def home_function():\n    pass\n"})
+    monkeypatch.setenv("CODEWHERE_CACHE_DIR", str(home / ".cache" / "codewhere"))
+    result = cli("search", "home_function", str(home), "--mode", "keyword", "--json")
+    assert result.code == 0 and result.json()["hits"][0]["path"] == "project/app.py"
+    monkeypatch.setenv("CODEWHERE_CACHE_DIR", str(home / "project" / "idx"))
+    assert_one_line_error(cli("search", "x", str(home)), "cache dir", "CODEWHERE_CACHE_DIR")

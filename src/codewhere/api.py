@@ -30,6 +30,7 @@ from codewhere.evaluate import (
     run_eval,
 )
 from codewhere.indexer import IndexReport, Progress
+from codewhere.languages import SKIPPED_DIRS
 from codewhere.locks import index_writer_lock
 from codewhere.search import engine
 from codewhere.search.signals import SIGNALS
@@ -69,6 +70,10 @@ def resolve_root(path: str | os.PathLike[str]) -> Path:
     if not root.is_dir():
         raise PathError(f"{path} is a file, not a folder", "pass the folder that contains it")
     return root.resolve()
+
+
+def _in_skipped_dir(relative: Path) -> bool:
+    return any(part in SKIPPED_DIRS for part in relative.parts[:-1])
 
 
 def signal_set(names: Sequence[str]) -> frozenset[str]:
@@ -133,7 +138,8 @@ class Index:
             raise QueryError(f"unknown chunker {settings.chunker!r}", f"use one of: {', '.join(CHUNKERS)}")
         root = resolve_root(path)
         file = Path(index_path).expanduser().resolve() if index_path else settings.index_path_for(root)
-        if file.is_relative_to(root) and not index_path:
+        if not index_path and file.is_relative_to(root) and not _in_skipped_dir(file.relative_to(root)):
+            # `~/.cache/...` under a search of `~` is fine: the scanner never enters `.cache`
             raise IndexFileError(f"the cache dir {settings.cache_dir} is inside {root}", "set CODEWHERE_CACHE_DIR elsewhere")
         if rebuild:
             cls._delete_index(file, settings)
