@@ -113,3 +113,22 @@ def test_unchanged_refresh_of_a_thousand_files_opens_none(tmp_path: Path, open_i
     index.refresh()
     report = index.refresh()
     assert report.files_unchanged == 1000 and report.bytes_read == 0
+
+
+def test_unchanged_refresh_writes_nothing(sample_repo: Path, open_index) -> None:
+    """A search refreshes first; on an unchanged folder that must not write to the index."""
+    import apsw
+
+    from codewhere.embed.fake import FakeEmbedder
+
+    index = open_index(sample_repo, embedder=FakeEmbedder())
+    index.refresh()
+    watcher = apsw.Connection(str(index.store.path))
+    before = watcher.execute("PRAGMA data_version").fetchone()[0]
+    index.refresh()
+    index.search("cart")
+    assert watcher.execute("PRAGMA data_version").fetchone()[0] == before
+    (sample_repo / "src/lib.rs").write_text("pub fn changed() {}\n")
+    bump_mtime(sample_repo / "src/lib.rs")
+    index.refresh()
+    assert watcher.execute("PRAGMA data_version").fetchone()[0] != before

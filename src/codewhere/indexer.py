@@ -62,6 +62,8 @@ class _Batch:
         return len(self.writes) + len(self.stat_updates) >= BATCH_FILES or self.chunk_count >= BATCH_CHUNKS
 
     def flush(self, deletes: list[str] | None = None) -> None:
+        if not (self.writes or self.stat_updates or deletes):
+            return  # an unchanged refresh takes no write lock and writes nothing
         with self.store.transaction():
             for write in self.writes:
                 if len(write) == 4:
@@ -115,12 +117,12 @@ def refresh(
     removed = [path for path in known if path not in seen]
     report.files_removed = len(removed)
     batch.flush(removed)
-    if report.changed:
+    if report.changed or store.meta().get("root") != str(root):
         refresh_resolution(store)
-    with store.transaction():
-        store.set_meta({"root": str(root), "last_refresh": str(time.time())})
+        with store.transaction():
+            store.set_meta({"root": str(root), "last_change": str(time.time())})
     if embedder is not None:
-        report.vectors_written = fill_vectors(store, embedder, progress)
+        report.vectors_written = fill_vectors(store, embedder, progress, drop_orphans=report.changed)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -128,11 +130,14 @@ def refresh(
 VECTOR_BATCH = 256
 
 
-def fill_vectors(store: SqliteStore, embedder: Embedder, progress: Progress | None = None) -> int:
+def fill_vectors(
+    store: SqliteStore, embedder: Embedder, progress: Progress | None = None, drop_orphans: bool = True
+) -> int:
     """Embed every distinct chunk text that has no vector yet; a page at a time, each committed.
 
     Runs after the file pass, so it also finishes the work of a killed run and of an index first
-    built in keyword mode. Returns how many texts were embedded.
+    built in keyword mode. Vectors no chunk uses any more are dropped when `drop_orphans` (only
+    edits and deletions make orphans). Returns how many texts were embedded.
     """
     done, last_id = 0, 0
     while page := store.chunks_without_vectors(VECTOR_BATCH, last_id):
@@ -144,8 +149,9 @@ def fill_vectors(store: SqliteStore, embedder: Embedder, progress: Progress | No
         done += len(distinct)
         if progress:
             progress(done, "embedding")
-    with store.transaction():
-        store.delete_orphan_vectors()
+    if drop_orphans:
+        with store.transaction():
+            store.delete_orphan_vectors()
     return done
 
 

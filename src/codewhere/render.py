@@ -105,7 +105,7 @@ def status_lines(root: Path, index_path: Path, stats: StoreStats) -> list[str]:
         f"index: {index_path}",
         f"files: {stats.files} ({kinds}); {stats.bytes:,} bytes; chunks: {stats.chunks}",
         f"languages: {langs}",
-        *(f"{key}: {value}" for key, value in sorted(stats.meta.items()) if key not in {"created_at", "last_refresh"}),
+        *(f"{key}: {value}" for key, value in sorted(stats.meta.items()) if key not in {"created_at", "last_change"}),
     ]
 
 
