@@ -23,8 +23,9 @@ from semble_bench import SHARED, mirror_for  # noqa: E402
 
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
-from codewhere.evaluate import covers, load_query_file, score_query  # noqa: E402
+from codewhere.evaluate import IndexedSpans, load_query_file, score_query  # noqa: E402
 from codewhere.search import signals  # noqa: E402
+from codewhere.types import Filters  # noqa: E402
 
 
 def main() -> None:
@@ -48,9 +49,9 @@ def main() -> None:
         root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
         index = Index.open(root, settings=settings)
         index.refresh()
-        spans = index.store.chunk_spans(index._filters((), False, False))
+        spans = IndexedSpans(index.store.chunk_spans(Filters()))
         queries = load_query_file(SHARED / "annotations" / f"{name}.json").queries
-        indexed = [sum(1 for t in q.targets if any(covers(p, s, e, t) for p, s, e in spans)) for q in queries]
+        indexed = [spans.count(q) for q in queries]
         repos.append((name, index, queries, indexed))
     results = []
     for combo in itertools.product(*grid.values()):

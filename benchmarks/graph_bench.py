@@ -27,6 +27,7 @@ from semble_bench import SHARED, mirror_for  # noqa: E402
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.errors import QueryError  # noqa: E402
+from codewhere.types import Filters  # noqa: E402
 
 REPOS = ["requests", "express", "zod", "gin", "serde", "gson", "fmtlib", "dapper", "rails", "laravel-framework"]
 
@@ -50,7 +51,7 @@ def bench(name: str, root: Path, runs: int) -> dict[str, object]:
         with Index.open(root, settings=settings, chunker="symbols") as index:
             index.refresh(vectors=False)
             stats = index.graph_stats()
-            paths = index.store.indexed_paths(index._filters((), False, False))
+            paths = index.store.indexed_paths(Filters())
             symbols = [s for p in paths for s in index.store.outline(p) if s.kind in {"function", "method"}]
             random.Random(0).shuffle(symbols)
             sample = symbols[:20]

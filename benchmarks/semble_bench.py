@@ -36,9 +36,9 @@ from corpora import from_git  # noqa: E402
 from codewhere.api import Index, eval_method, eval_mode  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.embed.registry import ensure_default_model  # noqa: E402
+from codewhere.evaluate import EvalQuery, IndexedSpans, load_query_file, score_query  # noqa: E402
 from codewhere.search import signals  # noqa: E402
-from codewhere.evaluate import EvalQuery, covers, load_query_file, score_query  # noqa: E402
-from codewhere.types import FileKind, Hit  # noqa: E402
+from codewhere.types import FileKind, Filters, Hit  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "semble-bench"
 LATENCY_RUNS = 3
@@ -68,7 +68,7 @@ def mirror_for(url: str, mirrors: Path) -> Path | None:
 
 def evaluate_engine(
     repo: str, language: str, root: Path, queries: list[EvalQuery],
-    build: Callable[[Path], tuple[object, list[tuple[str, int, int]]]],
+    build: Callable[[Path], tuple[object, IndexedSpans]],
     search: Callable[[object, str], list[Hit]],
 ) -> RepoRun:
     started = time.perf_counter()
@@ -82,7 +82,7 @@ def evaluate_engine(
             hits = search(engine, q.query)
             runs.append(time.perf_counter() - started)
         latencies.append(statistics.median(runs) * 1000)
-        n_indexed = sum(1 for t in q.targets if any(covers(p, s, e, t) for p, s, e in spans))
+        n_indexed = spans.count(q)
         _, score = score_query(hits[:10], q, n_indexed)
         ndcg.append(score)
         indexed.append(n_indexed)
@@ -98,7 +98,7 @@ def codewhere_engine(cache: Path, models: Path, method: str = "hybrid") -> tuple
         if root not in built:  # several methods share one index of a repo
             index = Index.open(root, settings=Settings(cache_dir=cache, models_dir=models), rebuild=True)
             index.refresh()
-            built[root] = (index, index.store.chunk_spans(index._filters((), False, False)))
+            built[root] = (index, IndexedSpans(index.store.chunk_spans(Filters())))
         return built[root]
 
     def search(index, query: str) -> list[Hit]:
@@ -112,7 +112,7 @@ def semble_engine(model_folder: Path) -> tuple[Callable, Callable]:
 
     def build(root: Path):
         index = SembleIndex.from_path(root, model_path=str(model_folder))
-        return index, [(c.file_path, c.start_line, c.end_line) for c in index.chunks]
+        return index, IndexedSpans((c.file_path, c.start_line, c.end_line) for c in index.chunks)
 
     def search(index, query: str) -> list[Hit]:
         return [

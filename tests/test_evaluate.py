@@ -9,7 +9,15 @@ import pytest
 
 from codewhere.errors import QueryError
 from codewhere.evaluate import (
-    EvalQuery, QueryScore, Target, covers, load_query_file, ndcg_at_k, path_matches, score_query, summarise,
+    EvalQuery,
+    QueryScore,
+    Target,
+    covers,
+    load_query_file,
+    ndcg_at_k,
+    path_matches,
+    score_query,
+    summarise,
 )
 from codewhere.types import FileKind, Hit
 from tests.conftest import SAMPLE_REPO, write_tree

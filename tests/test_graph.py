@@ -10,7 +10,7 @@ from codewhere.api import Index
 from codewhere.config import Settings
 from codewhere.errors import QueryError
 from codewhere.graph import Resolution, resolve_edges
-from codewhere.types import EdgeRow, SymbolRef
+from codewhere.types import EdgeRow, Filters, SymbolRef
 from tests.conftest import write_tree
 
 FIXTURES = Path(__file__).with_name("fixtures") / "graph"
@@ -27,7 +27,7 @@ def indexed(tmp_path: Path, language: str) -> Index:
 
 def call_pairs(index: Index) -> set[tuple[str, str]]:
     pairs = set()
-    symbols = [s for path in index.store.indexed_paths(index._filters((), False, False)) for s in index.store.outline(path)]
+    symbols = [s for path in index.store.indexed_paths(Filters()) for s in index.store.outline(path)]
     for symbol in symbols:
         for edge in index.store.edges_from(symbol.id, ("call",)):
             if edge.target_id is not None:
@@ -41,7 +41,7 @@ def test_symbols_are_exactly_the_hand_made_truth(tmp_path: Path, language: str) 
     with indexed(tmp_path, language) as index:
         found = {
             s.qualified_name: s.kind
-            for path in index.store.indexed_paths(index._filters((), False, False))
+            for path in index.store.indexed_paths(Filters())
             for s in index.store.outline(path)
         }
     assert found == TRUTH[language]["symbols"]

@@ -3,7 +3,13 @@ from __future__ import annotations
 import pytest
 
 from codewhere.defs import find_definitions
-from codewhere.tokens import identifier_name, index_tokens, is_identifier_query, query_terms, split_identifier
+from codewhere.tokens import (
+    identifier_name,
+    index_tokens,
+    is_identifier_query,
+    query_terms,
+    split_identifier,
+)
 
 
 @pytest.mark.parametrize(

@@ -21,14 +21,7 @@ from codewhere.errors import (
     PathError,
     QueryError,
 )
-from codewhere.evaluate import (
-    EvalResult,
-    QueryFile,
-    Target,
-    covers,
-    path_matches,
-    run_eval,
-)
+from codewhere.evaluate import EvalResult, IndexedSpans, QueryFile, run_eval
 from codewhere.indexer import IndexReport, Progress
 from codewhere.languages import SKIPPED_DIRS
 from codewhere.locks import index_writer_lock
@@ -42,6 +35,7 @@ log = logging.getLogger(__name__)
 DEFAULT_K = 10
 # eval columns: the three retrieval modes, plain fusion without signals ("fusion"), and hybrid
 EVAL_METHODS = ("keyword", "semantic", "fusion", "hybrid")
+EVAL_DEPTH = 100  # ranks beyond this show as misses in eval tables
 
 
 def eval_method(method: Mode | str) -> tuple[str, tuple[str, ...]]:
@@ -60,7 +54,6 @@ def eval_method(method: Mode | str) -> tuple[str, tuple[str, ...]]:
 
 def eval_mode(name: str) -> Mode:
     return Mode(name) if name in {m.value for m in Mode} else Mode.HYBRID
-EVAL_DEPTH = 100  # ranks beyond this show as misses in eval tables
 
 
 def resolve_root(path: str | os.PathLike[str]) -> Path:
@@ -259,17 +252,7 @@ class Index:
     ) -> EvalResult:
         """Run every query through every mode and score it (see evaluate.py)."""
         filters = self._filters(scopes, False, False)
-        spans: dict[str, list[tuple[int, int]]] = {}
-        for path, start, end in self.store.chunk_spans(filters):
-            spans.setdefault(path, []).append((start, end))
-
-        def is_indexed(target: Target) -> bool:
-            return any(
-                covers(path, start, end, target)
-                for path, ranges in spans.items() if path_matches(path, target.path)
-                for start, end in ranges
-            )
-
+        spans = IndexedSpans(self.store.chunk_spans(filters))
         paths = self.store.indexed_paths(filters)
 
         def grep_count(phrase: str) -> int:
@@ -287,7 +270,7 @@ class Index:
         for method in modes:
             name, off = eval_method(method)
             methods[name] = (lambda q, m=eval_mode(name), off=off: self.search(q, k=depth, mode=m, scopes=tuple(scopes), disabled_signals=off))
-        result = run_eval(query_file, methods, is_indexed, grep_count)
+        result = run_eval(query_file, methods, spans.holds, grep_count)
         result.scope = tuple(filters.scopes)
         return result
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,6 +136,29 @@ def covers(path: str, start: int, end: int, target: Target) -> bool:
     if not path_matches(path, target.path):
         return False
     return not target.has_span or not (end < target.start_line or start > target.end_line)  # type: ignore[operator]
+
+
+class IndexedSpans:
+    """The (path, start, end) of every chunk, grouped by path: which targets the index can hit."""
+
+    def __init__(self, spans: Iterable[tuple[str, int, int]]) -> None:
+        self._by_path: dict[str, list[tuple[int, int]]] = {}
+        for path, start, end in spans:
+            self._by_path.setdefault(path, []).append((start, end))
+
+    def __len__(self) -> int:
+        return sum(len(ranges) for ranges in self._by_path.values())
+
+    def holds(self, target: Target) -> bool:
+        return any(
+            covers(path, start, end, target)
+            for path, ranges in self._by_path.items() if path_matches(path, target.path)
+            for start, end in ranges
+        )
+
+    def count(self, query: EvalQuery) -> int:
+        """How many of the query's targets exist in the index (semble's NDCG ideal)."""
+        return sum(1 for t in query.targets if self.holds(t))
 
 
 def target_rank(hits: Sequence[Hit], target: Target) -> int | None:

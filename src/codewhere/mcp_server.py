@@ -30,24 +30,24 @@ CHARS_PER_TOKEN = 4
 SNIPPET_LINES = 12
 SNIPPET_BYTES = 1_200
 
-_SECRETS = [
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
-    re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
-    re.compile(r"\bsk-[A-Za-z0-9_-]{20,}\b"),
-    re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),
-    re.compile(r"(?i)((?:api[_-]?key|secret|password|passwd|token)\s*[:=]\s*)(['\"])[^'\"\s]{8,}\2"),
+_REDACTED = "[REDACTED]"
+# (pattern, replacement): an assignment keeps its name and quotes, everything else goes whole
+_SECRETS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S), _REDACTED),
+    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), _REDACTED),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"), _REDACTED),
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"), _REDACTED),
+    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"), _REDACTED),
+    (re.compile(r"\bsk-[A-Za-z0-9_-]{20,}\b"), _REDACTED),
+    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), _REDACTED),
+    (re.compile(r"(?i)((?:api[_-]?key|secret|password|passwd|token)\s*[:=]\s*)(['\"])[^'\"\s]{8,}\2"),
+     rf"\1\2{_REDACTED}\2"),
 ]
 
 
 def redact(text: str) -> str:
-    for pattern in _SECRETS:
-        if pattern.groups >= 2 and "api" in pattern.pattern:
-            text = pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}[REDACTED]{m.group(2)}", text)
-        else:
-            text = pattern.sub("[REDACTED]", text)
+    for pattern, replacement in _SECRETS:
+        text = pattern.sub(replacement, text)
     return text
 
 

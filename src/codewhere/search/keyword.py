@@ -23,4 +23,5 @@ def definition_ranking(store: SqliteStore, query: str, limit: int, filters: Filt
     """Chunks that define the name an identifier-like query asks for; empty for plain language."""
     if not is_identifier_query(query):
         return []
-    return store.chunks_defining(identifier_name(query), limit, filters)
+    name = identifier_name(query)
+    return list(dict.fromkeys(store.chunks_defining_names([name], filters).get(name, [])))[:limit]

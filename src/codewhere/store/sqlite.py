@@ -574,19 +574,14 @@ class SqliteStore:
         where, params = _filter_sql(filters)
         rows = self._db.execute(
             f"""SELECT d.name, c.id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
-                JOIN files f ON f.id = c.file_id WHERE d.name IN ({','.join('?' * len(names))}){where}""",
+                JOIN files f ON f.id = c.file_id WHERE d.name IN ({','.join('?' * len(names))}){where}
+                ORDER BY c.id""",
             (*names, *params),
         )
         out: dict[str, list[int]] = {}
         for name, cid in rows:
             out.setdefault(name, []).append(cid)
         return out
-
-    def chunks_defining(self, name: str, limit: int, filters: Filters) -> list[int]:
-        where, params = _filter_sql(filters)
-        sql = f"""SELECT DISTINCT c.id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
-                  JOIN files f ON f.id = c.file_id WHERE d.name = ?{where} ORDER BY c.id LIMIT ?"""
-        return [int(r[0]) for r in self._db.execute(sql, (name, *params, limit))]
 
     def get_chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
         if not ids:
