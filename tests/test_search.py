@@ -6,7 +6,8 @@ import pytest
 
 from codewhere.errors import QueryError
 from codewhere.search.fuse import rrf
-from codewhere.search.keyword import fts_match
+from codewhere.store.sqlite import fts5_expression
+from codewhere.types import TermQuery
 from tests.conftest import write_tree
 
 
@@ -86,8 +87,10 @@ def test_fts_syntax_in_user_text_never_crashes(sample_repo: Path, open_index, qu
     index.search(query)  # no exception; results may be empty
 
 
-def test_fts_match_quotes_every_term() -> None:
-    assert fts_match(["send", "or"]) == '"send" OR "or"'
+def test_fts5_expression_quotes_every_term() -> None:
+    assert fts5_expression(TermQuery(("send", "or"))) == '"send" OR "or"'
+    assert fts5_expression(TermQuery(('a"b', "c"), "all")) == '"a""b" AND "c"'
+    assert fts5_expression(TermQuery(("parse", "config"), "phrase")) == 'split : "parse config"'
 
 
 def test_rrf_is_rank_based_with_k_60_and_top_30() -> None:

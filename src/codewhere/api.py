@@ -23,11 +23,9 @@ from codewhere.errors import (
 )
 from codewhere.evaluate import EvalResult, IndexedSpans, QueryFile, run_eval
 from codewhere.indexer import IndexReport, Progress
-from codewhere.languages import SKIPPED_DIRS
-from codewhere.locks import index_writer_lock
 from codewhere.search import engine
 from codewhere.search.signals import SIGNALS
-from codewhere.store import SqliteStore, StoreStats
+from codewhere.store import Store, StoreStats, open_store
 from codewhere.types import FileKind, Filters, Hit, Mode, SymbolRow
 
 log = logging.getLogger(__name__)
@@ -65,10 +63,6 @@ def resolve_root(path: str | os.PathLike[str]) -> Path:
     return root.resolve()
 
 
-def _in_skipped_dir(relative: Path) -> bool:
-    return any(part in SKIPPED_DIRS for part in relative.parts[:-1])
-
-
 def signal_set(names: Sequence[str]) -> frozenset[str]:
     """Validate `--no-signal` names; "all" switches every signal off."""
     chosen = set()
@@ -98,7 +92,7 @@ class Index:
     """An indexed folder: refresh it, search it, describe it."""
 
     def __init__(
-        self, root: Path, store: SqliteStore, settings: Settings, embedder: Embedder | None = None
+        self, root: Path, store: Store, settings: Settings, embedder: Embedder | None = None
     ) -> None:
         self.root = root
         self.store = store
@@ -116,36 +110,30 @@ class Index:
         model: str | None = None,
         embedder: Embedder | None = None,
         chunker: str | None = None,
+        store: str | None = None,
+        repo: str | None = None,
     ) -> Self:
         """Open (or create) the index of `path`.
 
         `model` names the embedding model (default: CODEWHERE_MODEL, else the index's own model,
         else the built-in default); `embedder` hands in a ready one instead (tests, API users).
+        `store` picks sqlite or postgres (default: postgres when CODEWHERE_DSN is set); `repo`
+        names the folder's repository in a shared index (default: the folder's name).
         """
         settings = settings or Settings.from_env()
         if model:
             settings = replace(settings, model=model)
         if chunker:
             settings = replace(settings, chunker=chunker)
+        if store:
+            settings = replace(settings, store=store)
+        if repo:
+            settings = replace(settings, repo=repo)
         if settings.chunker not in CHUNKERS:
             raise QueryError(f"unknown chunker {settings.chunker!r}", f"use one of: {', '.join(CHUNKERS)}")
         root = resolve_root(path)
-        file = Path(index_path).expanduser().resolve() if index_path else settings.index_path_for(root)
-        if not index_path and file.is_relative_to(root) and not _in_skipped_dir(file.relative_to(root)):
-            # `~/.cache/...` under a search of `~` is fine: the scanner never enters `.cache`
-            raise IndexFileError(f"the cache dir {settings.cache_dir} is inside {root}", "set CODEWHERE_CACHE_DIR elsewhere")
-        if rebuild:
-            cls._delete_index(file, settings)
-        return cls(root, SqliteStore.open(file), settings, embedder)
-
-    @staticmethod
-    def _delete_index(file: Path, settings: Settings) -> None:
-        if not file.exists():
-            return
-        if not (SqliteStore.is_codewhere_index(file) or file.is_relative_to(settings.cache_dir.resolve())):
-            raise IndexFileError(f"{file} is not a codewhere index", "codewhere only deletes its own files; remove it yourself")
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{file}{suffix}").unlink(missing_ok=True)
+        store = open_store(settings, root, Path(index_path) if index_path else None, rebuild)
+        return cls(root, store, settings, embedder)
 
     def close(self) -> None:
         self.store.close()
@@ -189,7 +177,7 @@ class Index:
         another indexer up to `wait_seconds`."""
         wait = self.settings.lock_wait_seconds if wait_seconds is None else wait_seconds
         embedder = self.embedder() if vectors else None
-        with index_writer_lock(self.store.path, wait):
+        with self.store.writer_lock(wait):
             if embedder is not None and self.store.model() is None:
                 self.store.bind_model(embedder.info)
             report = indexer.refresh(self.root, self.store, progress, embedder, self.settings.chunker)
@@ -211,9 +199,24 @@ class Index:
 
     # ---- searching -----------------------------------------------------------------------
 
-    def _filters(self, scopes: Sequence[str], exclude_tests: bool, exclude_docs: bool) -> Filters:
+    def _filters(
+        self, scopes: Sequence[str], exclude_tests: bool, exclude_docs: bool, repos: Sequence[str] = ()
+    ) -> Filters:
         excluded = tuple(kind for kind, on in ((FileKind.TEST, exclude_tests), (FileKind.DOCS, exclude_docs)) if on)
-        return Filters(tuple(s for s in (normalise_scope(self.root, s) for s in scopes) if s), excluded)
+        if repos:
+            unknown = sorted(set(repos) - set(self.store.repositories()))
+            if unknown:
+                known = ", ".join(self.store.repositories()) or "none yet"
+                raise QueryError(f"no repository named {', '.join(unknown)} in {self.store.location}", f"indexed: {known}")
+        return Filters(tuple(s for s in (normalise_scope(self.root, s) for s in scopes) if s), excluded, tuple(repos))
+
+    @property
+    def shared(self) -> bool:
+        """True for a team index: searches read what indexers committed and don't refresh."""
+        return self.store.shared
+
+    def repositories(self) -> list[str]:
+        return self.store.repositories()
 
     def search(
         self,
@@ -225,14 +228,16 @@ class Index:
         exclude_docs: bool = False,
         disabled_signals: Sequence[str] = (),
         kinds: Sequence[str] | None = None,
+        repos: Sequence[str] = (),
     ) -> list[Hit]:
         """Search the index. `disabled_signals` names ranking signals to switch off ("all" for
-        plain RRF fusion); see search/signals.py."""
+        plain RRF fusion); see search/signals.py. `repos` limits a shared index to those
+        repositories (default: all)."""
         if not query.strip():
             raise QueryError("the query is empty", 'give words or an identifier, e.g. codewhere search "parse headers"')
         if k < 1:
             raise QueryError(f"-k must be at least 1, got {k}", "pass -k 10 or leave it out")
-        filters = self._filters(scopes, exclude_tests, exclude_docs)
+        filters = self._filters(scopes, exclude_tests, exclude_docs, repos)
         if kinds is not None:
             try:
                 wanted = {FileKind(k) for k in kinds}
@@ -251,7 +256,8 @@ class Index:
         depth: int = EVAL_DEPTH,
     ) -> EvalResult:
         """Run every query through every mode and score it (see evaluate.py)."""
-        filters = self._filters(scopes, False, False)
+        own = (self.store.repo,)  # the queries are about this folder's repository
+        filters = self._filters(scopes, False, False, own)
         spans = IndexedSpans(self.store.chunk_spans(filters))
         paths = self.store.indexed_paths(filters)
 
@@ -269,7 +275,7 @@ class Index:
         methods = {}
         for method in modes:
             name, off = eval_method(method)
-            methods[name] = (lambda q, m=eval_mode(name), off=off: self.search(q, k=depth, mode=m, scopes=tuple(scopes), disabled_signals=off))
+            methods[name] = (lambda q, m=eval_mode(name), off=off: self.search(q, k=depth, mode=m, scopes=tuple(scopes), disabled_signals=off, repos=own))
         result = run_eval(query_file, methods, spans.holds, grep_count)
         result.scope = tuple(filters.scopes)
         return result
@@ -282,14 +288,14 @@ class Index:
             raise QueryError(f"no indexed chunk at {path}:{line}", "give a file and line inside the indexed folder")
         embedder = self.embedder()
         vector = embedder.embed_documents([source.embed_text])[0]
-        found = [(cid, sim) for cid, sim in self.store.vector_search(vector, k + 1, Filters()) if cid != source.id][:k]
+        found = [(cid, sim) for cid, sim in self.store.vector_search(vector, k + 1, Filters(repos=(self.store.repo,))) if cid != source.id][:k]
         return engine.to_hits(self.store, [engine.Ranked(cid, sim, {"semantic": i}) for i, (cid, sim) in enumerate(found, 1)], "")
 
     # ---- graph questions -----------------------------------------------------------------
 
     def outline(self, path: str) -> list[SymbolRow]:
         rel = normalise_scope(self.root, path)
-        if rel not in set(self.store.indexed_paths(Filters(scopes=(rel,)))):
+        if rel not in set(self.store.indexed_paths(Filters(scopes=(rel,), repos=(self.store.repo,)))):
             raise QueryError(f"{path} is not an indexed file under {self.root}", "give a file path relative to the root")
         return self.store.outline(rel)
 

@@ -28,6 +28,7 @@ from codewhere.eval_report import html_report
 from codewhere.evaluate import load_query_file, result_csv, result_json
 from codewhere.indexer import Progress as ProgressFn
 from codewhere.search.signals import SIGNALS
+from codewhere.store import STORES
 from codewhere.types import Mode
 
 EXIT_HITS, EXIT_NO_HITS, EXIT_ERROR = 0, 1, 2
@@ -35,8 +36,17 @@ EXIT_HITS, EXIT_NO_HITS, EXIT_ERROR = 0, 1, 2
 err_console = Console(stderr=True)
 
 
-def _add_index_options(p: argparse.ArgumentParser) -> None:
+def _add_index_options(p: argparse.ArgumentParser, repo_filter: bool = False) -> None:
     p.add_argument("--index", metavar="FILE", help="index file to use (default: one per folder in the user cache dir)")
+    p.add_argument("--store", choices=STORES,
+                   help="sqlite (one file per folder) or postgres (a team index at $CODEWHERE_DSN); "
+                        "default: postgres when CODEWHERE_DSN is set, else sqlite")
+    if repo_filter:
+        p.add_argument("--repo", action="append", default=[], metavar="NAME",
+                       help="search only this repository of a shared index (repeatable; default: all)")
+    else:
+        p.add_argument("--repo", metavar="NAME",
+                       help="the folder's repository name in a shared index (default: the folder's name)")
     p.add_argument("--chunker", choices=CHUNKERS, help="symbols (default, where a grammar exists) or lines")
     p.add_argument(
         "--model", metavar="NAME",
@@ -70,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-signal", action="append", default=[], metavar="NAME",
                    help=f"switch a ranking signal off (repeatable): {', '.join(SIGNALS)}, or all")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    _add_index_options(p)
+    _add_index_options(p, repo_filter=True)
 
     p = sub.add_parser("eval", help="score every retrieval mode on a query file (the study's table)")
     p.add_argument("queries", help="query file: the study's JSON format or a semble annotation file")
@@ -134,7 +144,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _open(args: argparse.Namespace, rebuild: bool = False, path: str | None = None) -> Index:
-    index = Index.open(path or args.path, args.index, rebuild=rebuild, model=args.model, chunker=args.chunker)
+    repo = args.repo if isinstance(args.repo, str) else None  # search's --repo filters instead
+    index = Index.open(
+        path or args.path, args.index, rebuild=rebuild, model=args.model, chunker=args.chunker, store=args.store, repo=repo
+    )
     if err_console.is_terminal:
         index.model_build_progress = _model_build_bar()
     return index
@@ -194,11 +207,13 @@ def _cmd_search(args: argparse.Namespace) -> int:
     with _open(args) as index:
         # keyword search needs no model: it refreshes text only, unless a model was named
         vectors = args.mode != Mode.KEYWORD.value or args.model is not None
-        with _progress(err_console.is_terminal and not args.json) as progress:
-            index.refresh_if_free(progress, vectors=vectors)
+        if not index.shared:  # a team index is written by `codewhere index`, read by everyone
+            with _progress(err_console.is_terminal and not args.json) as progress:
+                index.refresh_if_free(progress, vectors=vectors)
         hits = index.search(
             args.query, k=args.k, mode=args.mode, scopes=args.scope,
             exclude_tests=args.exclude_tests, exclude_docs=args.exclude_docs, disabled_signals=args.no_signal,
+            repos=args.repo,
         )
         if args.json:
             print(render.hits_json(args.query, index.root, hits))
@@ -213,9 +228,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
     with _open(args) as index:
         stats = index.status()
         if args.json:
-            print(render.status_json(index.root, index.store.path, stats))
+            print(render.status_json(index.root, index.store.location, stats))
         else:
-            for line in render.status_lines(index.root, index.store.path, stats):
+            for line in render.status_lines(index.root, index.store.location, stats):
                 print(line)
     return EXIT_HITS
 
@@ -251,8 +266,9 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def _graph_index(args: argparse.Namespace, path: str | None = None) -> Index:
     """Graph commands need symbols, not vectors: refresh text only."""
     index = _open(args, path=path)
-    with _progress(err_console.is_terminal and not args.json) as progress:
-        index.refresh_if_free(progress, vectors=False)
+    if not index.shared:
+        with _progress(err_console.is_terminal and not args.json) as progress:
+            index.refresh_if_free(progress, vectors=False)
     return index
 
 

@@ -18,6 +18,13 @@ class Settings:
     model: str | None = None  # None: the index's own model, else the built-in default
     models_dir: Path | None = None  # where built models live; default: <cache_dir>/models
     chunker: str = "symbols"  # "symbols" (where a grammar exists) or "lines"
+    store: str | None = None  # "sqlite" or "postgres"; None: postgres when a DSN is set, else sqlite
+    dsn: str | None = None  # PostgreSQL connection string of a shared (team) index
+    repo: str | None = None  # the repository's name in a shared index; default: the folder's name
+
+    @property
+    def store_kind(self) -> str:
+        return self.store or ("postgres" if self.dsn else "sqlite")
 
     @property
     def model_cache(self) -> Path:
@@ -35,6 +42,12 @@ class Settings:
             settings = replace(settings, chunker=chunker)
         if model := os.environ.get("CODEWHERE_MODEL"):
             settings = replace(settings, model=model)
+        if store := os.environ.get("CODEWHERE_STORE"):
+            settings = replace(settings, store=store)
+        if dsn := os.environ.get("CODEWHERE_DSN"):
+            settings = replace(settings, dsn=dsn)
+        if repo := os.environ.get("CODEWHERE_REPO"):
+            settings = replace(settings, repo=repo)
         return settings
 
     def index_path_for(self, root: Path) -> Path:

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from codewhere.errors import QueryError
-from codewhere.store import SqliteStore
+from codewhere.store import Store
 from codewhere.tokens import split_identifier
-from codewhere.types import EdgeHit, EdgeRow, SymbolRef, SymbolRow
+from codewhere.types import EdgeHit, EdgeRow, SymbolRef, SymbolRow, TermQuery
 
 CALLABLE = frozenset({"function", "method", "class", "struct"})  # a class name called is its constructor
 TYPE_LIKE = frozenset({"class", "struct", "interface", "trait", "enum", "type"})
@@ -59,7 +59,7 @@ def resolve_edges(
     return out
 
 
-def refresh_resolution(store: SqliteStore) -> None:
+def refresh_resolution(store: Store) -> None:
     """Re-resolve every edge: cheap next to parsing, and edges into changed files stay right."""
     edges, symbols, imported = store.resolution_inputs()
     with store.transaction():
@@ -69,7 +69,7 @@ def refresh_resolution(store: SqliteStore) -> None:
 # ---- choosing a symbol ----------------------------------------------------------------------
 
 
-def find_symbols(store: SqliteStore, spec: str) -> list[SymbolRow]:
+def find_symbols(store: Store, spec: str) -> list[SymbolRow]:
     """`name`, `Owner.name` / `Owner::name`, or `path:line`."""
     spec = spec.strip()
     if m := re.fullmatch(r"(.+):(\d+)", spec):
@@ -80,7 +80,7 @@ def find_symbols(store: SqliteStore, spec: str) -> list[SymbolRow]:
     return store.symbols_named(qualified)
 
 
-def one_symbol(store: SqliteStore, spec: str) -> SymbolRow:
+def one_symbol(store: Store, spec: str) -> SymbolRow:
     found = find_symbols(store, spec)
     if not found:
         raise QueryError(f"no symbol named {spec!r} in the index", "try `codewhere symbols WORD` to find its exact name")
@@ -108,7 +108,7 @@ class Reference:
     target_name: str = ""
 
 
-def _references(store: SqliteStore, hits: list[EdgeHit]) -> list[Reference]:
+def _references(store: Store, hits: list[EdgeHit]) -> list[Reference]:
     rows = store.symbols_by_id([i for h in hits for i in (h.source_id, h.target_id) if i is not None])
     return [
         Reference(h.kind, h.path, h.line, rows.get(h.source_id) if h.source_id else None, h.resolution,
@@ -117,7 +117,7 @@ def _references(store: SqliteStore, hits: list[EdgeHit]) -> list[Reference]:
     ]
 
 
-def refs(store: SqliteStore, symbol: SymbolRow) -> list[Reference]:
+def refs(store: Store, symbol: SymbolRow) -> list[Reference]:
     """Every call, import and inheritance that resolves to the symbol, then the ambiguous ones
     that might (same name, several candidates)."""
     kinds = ("call", "import", "inherit")
@@ -126,11 +126,11 @@ def refs(store: SqliteStore, symbol: SymbolRow) -> list[Reference]:
     return _references(store, resolved + maybe)
 
 
-def callers(store: SqliteStore, symbol: SymbolRow) -> list[Reference]:
+def callers(store: Store, symbol: SymbolRow) -> list[Reference]:
     return _references(store, store.edges_to([symbol.id], ("call",)))
 
 
-def callees(store: SqliteStore, symbol: SymbolRow) -> list[Reference]:
+def callees(store: Store, symbol: SymbolRow) -> list[Reference]:
     return _references(store, store.edges_from(symbol.id, ("call",)))
 
 
@@ -141,44 +141,31 @@ class Impacted:
     via: str  # call or inherit
 
 
-def impact(store: SqliteStore, symbol: SymbolRow, depth: int = 3) -> list[Impacted]:
+def impact(store: Store, symbol: SymbolRow, depth: int = 3) -> list[Impacted]:
     """Symbols that may break if `symbol` changes: transitive callers and subclasses, nearest first."""
     if depth < 1:
         raise QueryError(f"--depth must be at least 1, got {depth}", "pass --depth 3")
-    seen = {symbol.id}
-    frontier = [symbol.id]
-    out: list[Impacted] = []
-    for distance in range(1, depth + 1):
-        hits = store.edges_to(frontier, ("call", "inherit"))
-        next_ids = []
-        found: dict[int, str] = {}
-        for h in hits:
-            if h.source_id is not None and h.source_id not in seen:
-                seen.add(h.source_id)
-                next_ids.append(h.source_id)
-                found[h.source_id] = h.kind
-        rows = store.symbols_by_id(next_ids)
-        out.extend(Impacted(rows[i], distance, found[i]) for i in next_ids if i in rows)
-        frontier = next_ids
-        if not frontier:
-            break
-    return out
+    nearest: dict[int, tuple[int, str]] = {}
+    for symbol_id, distance, via, _path, _line in store.impact_walk(symbol.id, depth):  # nearest first
+        if symbol_id != symbol.id and symbol_id not in nearest:
+            nearest[symbol_id] = (distance, via)
+    rows = store.symbols_by_id(list(nearest))
+    return [Impacted(rows[i], distance, via) for i, (distance, via) in nearest.items() if i in rows]
 
 
-def symbol_search(store: SqliteStore, query: str, limit: int = 20) -> list[SymbolRow]:
+def symbol_search(store: Store, query: str, limit: int = 20) -> list[SymbolRow]:
     """cartog's cascade over name tokens: the exact phrase, else all terms, else any term."""
     terms = [t for t in dict.fromkeys(split_identifier(query) or [query.lower()]) if t]
     compound = re.sub(r"[\W_]+", "", query).lower()
     if not terms and not compound:
         return []
-    quoted = ['"' + t.replace('"', '""') + '"' for t in terms]
     levels = []
     if compound:
-        levels.append(f'name : "{compound}"')
-    if quoted:
-        levels += ["split : " + '"' + " ".join(terms) + '"', " AND ".join(quoted), " OR ".join(quoted)]
-    for match in levels:
-        found = store.symbol_search(match, limit)
+        levels.append(TermQuery((compound,), "name"))
+    if terms:
+        levels += [TermQuery(tuple(terms), match) for match in ("phrase", "all", "any")]
+    for level in levels:
+        found = store.symbol_search(level, limit)
         if found:
             return found
     return []

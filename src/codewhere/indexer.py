@@ -15,7 +15,7 @@ from codewhere.embed import Embedder
 from codewhere.graph import refresh_resolution
 from codewhere.parse import ParseResult, parse
 from codewhere.scan import read_source, scan
-from codewhere.store import FileState, SqliteStore
+from codewhere.store import FileState, Store
 from codewhere.tokens import index_tokens, symbol_fts_row
 from codewhere.types import Chunk, FileRecord, Skip, SkipReason
 
@@ -52,7 +52,7 @@ def _fts_row(chunk: Chunk) -> tuple[str, str]:
 class _Batch:
     """Collects file writes and commits them together."""
 
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self.writes: list[tuple[FileRecord, str, list[Chunk], ParseResult | None] | tuple[FileRecord, SkipReason]] = []
         self.stat_updates: list[FileRecord] = []
@@ -85,7 +85,7 @@ class _Batch:
 
 def refresh(
     root: Path,
-    store: SqliteStore,
+    store: Store,
     progress: Progress | None = None,
     embedder: Embedder | None = None,
     chunker: str = "symbols",
@@ -131,7 +131,7 @@ VECTOR_BATCH = 256
 
 
 def fill_vectors(
-    store: SqliteStore, embedder: Embedder, progress: Progress | None = None, drop_orphans: bool = True
+    store: Store, embedder: Embedder, progress: Progress | None = None, drop_orphans: bool = True
 ) -> int:
     """Embed every distinct chunk text that has no vector yet; a page at a time, each committed.
 

@@ -96,7 +96,8 @@ class Workspace:
         if root not in self._indexes:
             self._indexes[root] = Index.open(root, self._index_file if len(self.roots) == 1 else None)
         index = self._indexes[root]
-        index.refresh_if_free(progress, vectors=True)
+        if not index.shared:  # a team index is kept fresh by its indexers, not by readers
+            index.refresh_if_free(progress, vectors=True)
         return index, rel
 
     def confine(self, path: str) -> tuple[Path, str]:

@@ -31,6 +31,7 @@ def hits_json(query: str, root: Path, hits: list[Hit]) -> str:
                     "language": h.language,
                     "snippet": h.snippet,
                     "why": h.why,
+                    **({"repo": h.repo} if h.repo else {}),
                 }
                 for h in hits
             ],
@@ -40,10 +41,11 @@ def hits_json(query: str, root: Path, hits: list[Hit]) -> str:
 
 
 def print_hits(console: Console, hits: list[Hit]) -> None:
-    """grep-like: `path:start-end  score  kind`, then the snippet indented."""
+    """grep-like: `path:start-end  score  kind` (`repo:path:…` from a shared index), then the snippet indented."""
     for hit in hits:
+        repo = f"[bold cyan]{escape(hit.repo)}[/]:" if hit.repo else ""
         console.print(
-            f"[bold magenta]{escape(hit.path)}[/]:[green]{hit.start_line}-{hit.end_line}[/]"
+            f"{repo}[bold magenta]{escape(hit.path)}[/]:[green]{hit.start_line}-{hit.end_line}[/]"
             f"  [dim]{hit.score:.4f}  {hit.kind.value}[/]",
             highlight=False,
         )
@@ -81,7 +83,7 @@ def report_json(report: IndexReport, stats: StoreStats) -> str:
     )
 
 
-def status_json(root: Path, index_path: Path, stats: StoreStats) -> str:
+def status_json(root: Path, index_path: str, stats: StoreStats) -> str:
     return json.dumps(
         {
             "root": str(root),
@@ -97,7 +99,7 @@ def status_json(root: Path, index_path: Path, stats: StoreStats) -> str:
     )
 
 
-def status_lines(root: Path, index_path: Path, stats: StoreStats) -> list[str]:
+def status_lines(root: Path, index_path: str, stats: StoreStats) -> list[str]:
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.kinds.items()))
     langs = ", ".join(f"{lang or 'other'} {n}" for lang, n in list(stats.languages.items())[:8])
     return [

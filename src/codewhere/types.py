@@ -111,9 +111,22 @@ class Filters:
 
     scopes: tuple[str, ...] = ()  # path prefixes, relative to the root
     exclude_kinds: tuple[FileKind, ...] = ()
+    repos: tuple[str, ...] = ()  # repository names in a shared store; empty: every repository
 
     def is_empty(self) -> bool:
-        return not self.scopes and not self.exclude_kinds
+        return not self.scopes and not self.exclude_kinds and not self.repos
+
+
+@dataclass(frozen=True)
+class TermQuery:
+    """Tokens to look up in a keyword index, and how they must occur; each store writes its own syntax.
+
+    `any`: at least one term; `all`: every term; `phrase`: the terms in order, adjacent;
+    `name`: the one term equals a symbol's compound name.
+    """
+
+    terms: tuple[str, ...]
+    match: str = "any"
 
 
 @dataclass(frozen=True)
@@ -127,6 +140,7 @@ class StoredChunk:
     kind: FileKind
     language: str
     text: str
+    repo: str = ""  # the repository's name in a shared store; empty in a one-folder index
 
 
 @dataclass(frozen=True)
@@ -139,6 +153,7 @@ class Hit:
     language: str
     snippet: str
     why: dict[str, object] = field(default_factory=dict)
+    repo: str = ""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from codewhere.search import signals
 from codewhere.search.fuse import RRF_DEPTH, rrf
 from codewhere.search.keyword import bm25_ranking, definition_ranking
 from codewhere.search.snippets import snippet
-from codewhere.store import SqliteStore
+from codewhere.store import Store
 from codewhere.tokens import compound
 from codewhere.types import FileKind, Filters, Hit, Mode
 
@@ -22,7 +22,7 @@ class Ranked:
     why: dict[str, object]
 
 
-def keyword_ranked(store: SqliteStore, query: str, limit: int, filters: Filters) -> list[Ranked]:
+def keyword_ranked(store: Store, query: str, limit: int, filters: Filters) -> list[Ranked]:
     """BM25 order, except that chunks defining a queried identifier come first."""
     bm25 = bm25_ranking(store, query, max(limit, RRF_DEPTH), filters)
     bm25_rank = {cid: rank for rank, (cid, _) in enumerate(bm25, start=1)}
@@ -41,13 +41,13 @@ def keyword_ranked(store: SqliteStore, query: str, limit: int, filters: Filters)
     return out
 
 
-def semantic_ranked(store: SqliteStore, embedder: Embedder, query: str, limit: int, filters: Filters) -> list[Ranked]:
+def semantic_ranked(store: Store, embedder: Embedder, query: str, limit: int, filters: Filters) -> list[Ranked]:
     found = store.vector_search(embedder.embed_query(query), limit, filters)
     return [Ranked(cid, similarity, {"semantic": rank}) for rank, (cid, similarity) in enumerate(found, start=1)]
 
 
 def hybrid_ranked(
-    store: SqliteStore, embedder: Embedder, query: str, limit: int, filters: Filters,
+    store: Store, embedder: Embedder, query: str, limit: int, filters: Filters,
     disabled: frozenset[str] = frozenset(),
 ) -> list[Ranked]:
     """RRF (k=60) over the keyword top 30, the vector top 30 and the chunks defining a queried
@@ -87,7 +87,7 @@ def hybrid_ranked(
 
 
 def _candidates(
-    store: SqliteStore, fused: list[tuple[int, float, dict[str, object]]], filters: Filters
+    store: Store, fused: list[tuple[int, float, dict[str, object]]], filters: Filters
 ) -> list[signals.Candidate]:
     rows = store.candidate_rows([cid for cid, _, _ in fused], filters)
     out = []
@@ -102,7 +102,7 @@ def _candidates(
 _NAMED_IN_PROSE = re.compile(r"`+([A-Za-z_][\w.:]*)(?:\(\))?`+|:(?:func|meth|class|attr|obj):`~?([\w.]+)`|\b([a-z]+_[a-z_]+|[a-z]+[A-Z]\w+)\(")
 
 
-def _evidence(store: SqliteStore, candidates: list[signals.Candidate], filters: Filters) -> dict[int, list[int]]:
+def _evidence(store: Store, candidates: list[signals.Candidate], filters: Filters) -> dict[int, list[int]]:
     """Test and example chunks point at what they call; doc chunks at the names they mention."""
     evidence: dict[int, list[int]] = {}
     tests = [c.chunk_id for c in candidates if c.kind is FileKind.TEST or signals.EXAMPLE_PATH.search(c.path)]
@@ -121,7 +121,7 @@ def _evidence(store: SqliteStore, candidates: list[signals.Candidate], filters: 
     return evidence
 
 
-def to_hits(store: SqliteStore, ranked: list[Ranked], query: str) -> list[Hit]:
+def to_hits(store: Store, ranked: list[Ranked], query: str) -> list[Hit]:
     chunks = store.get_chunks([r.chunk_id for r in ranked])
     hits = []
     for r in ranked:
@@ -130,13 +130,14 @@ def to_hits(store: SqliteStore, ranked: list[Ranked], query: str) -> list[Hit]:
             continue
         _, text = snippet(chunk.text, chunk.start_line, query)
         hits.append(
-            Hit(chunk.path, chunk.start_line, chunk.end_line, round(r.score, 6), chunk.kind, chunk.language, text, r.why)
+            Hit(chunk.path, chunk.start_line, chunk.end_line, round(r.score, 6), chunk.kind, chunk.language, text, r.why,
+                chunk.repo)
         )
     return hits
 
 
 def search(
-    store: SqliteStore, query: str, k: int, mode: Mode, filters: Filters, embedder: Embedder | None = None,
+    store: Store, query: str, k: int, mode: Mode, filters: Filters, embedder: Embedder | None = None,
     disabled: frozenset[str] = frozenset(),
 ) -> list[Hit]:
     if mode is Mode.KEYWORD:

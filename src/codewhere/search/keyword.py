@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-from codewhere.store import SqliteStore
+from codewhere.store import Store
 from codewhere.tokens import identifier_name, is_identifier_query, query_terms
-from codewhere.types import Filters
+from codewhere.types import Filters, TermQuery
 
 
-def fts_match(terms: list[str]) -> str:
-    """An FTS5 expression that ORs the terms; each is quoted, so no user text is parsed as syntax."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-
-
-def bm25_ranking(store: SqliteStore, query: str, limit: int, filters: Filters) -> list[tuple[int, float]]:
+def bm25_ranking(store: Store, query: str, limit: int, filters: Filters) -> list[tuple[int, float]]:
     terms = query_terms(query)
     if not terms:
         return []
-    return store.keyword_search(fts_match(terms), limit, filters)
+    return store.keyword_search(TermQuery(tuple(terms)), limit, filters)
 
 
-def definition_ranking(store: SqliteStore, query: str, limit: int, filters: Filters) -> list[int]:
+def definition_ranking(store: Store, query: str, limit: int, filters: Filters) -> list[int]:
     """Chunks that define the name an identifier-like query asks for; empty for plain language."""
     if not is_identifier_query(query):
         return []

@@ -9,8 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import apsw
@@ -18,6 +17,8 @@ import numpy as np
 import sqlite_vec
 
 from codewhere.errors import IndexFileError, ModelError, QueryError
+from codewhere.locks import index_writer_lock
+from codewhere.store.base import CandidateRow, ChunkAt, FileState, StoreStats
 from codewhere.types import (
     Chunk,
     Edge,
@@ -32,6 +33,7 @@ from codewhere.types import (
     Symbol,
     SymbolRef,
     SymbolRow,
+    TermQuery,
 )
 
 log = logging.getLogger(__name__)
@@ -114,34 +116,21 @@ CREATE INDEX edges_target_name ON edges(target_name);
 """
 
 
-@dataclass(frozen=True)
-class ChunkAt:
-    id: int
-    embed_text: str
+def fts5_expression(query: TermQuery) -> str:
+    """An FTS5 expression for the terms; each is quoted, so no user text is parsed as syntax."""
+    quoted = ['"' + t.replace('"', '""') + '"' for t in query.terms]
+    if query.match == "name":
+        return f"name : {quoted[0]}"
+    if query.match == "phrase":
+        return 'split : "' + " ".join(t.replace('"', '""') for t in query.terms) + '"'
+    return (" AND " if query.match == "all" else " OR ").join(quoted)
 
 
-@dataclass(frozen=True)
-class FileState:
-    size: int
-    mtime_ns: int
-    hash: str | None
-    skip_reason: str | None
-
-
-@dataclass(frozen=True)
-class StoreStats:
-    files: int
-    chunks: int
-    bytes: int
-    skipped: dict[str, int]
-    kinds: dict[str, int]
-    languages: dict[str, int]
-    meta: dict[str, str]
-
-
-def _filter_sql(filters: Filters, file_alias: str = "f") -> tuple[str, list[object]]:
+def _filter_sql(filters: Filters, file_alias: str = "f", repo: str = "") -> tuple[str, list[object]]:
     clauses: list[str] = []
     params: list[object] = []
+    if filters.repos and repo not in filters.repos:
+        clauses.append("0")  # a one-folder index holds one repository
     if filters.scopes:
         ors = []
         for scope in filters.scopes:
@@ -155,15 +144,35 @@ def _filter_sql(filters: Filters, file_alias: str = "f") -> tuple[str, list[obje
     return "".join(f" AND {c}" for c in clauses), params
 
 
+# Walks call and inherit edges backwards from a symbol; min distance per symbol is picked by the caller.
+_IMPACT_SQL = """
+WITH RECURSIVE walk(id, distance, via, path, line) AS (
+    SELECT e.source_id, 1, e.kind, f.path, e.line FROM edges e JOIN files f ON f.id = e.file_id
+    WHERE e.target_id = ?1 AND e.kind IN ('call', 'inherit') AND e.source_id IS NOT NULL
+    UNION
+    SELECT e.source_id, w.distance + 1, e.kind, f.path, e.line
+    FROM walk w JOIN edges e ON e.target_id = w.id JOIN files f ON f.id = e.file_id
+    WHERE w.distance < ?2 AND e.kind IN ('call', 'inherit') AND e.source_id IS NOT NULL
+)
+SELECT id, distance, via, path, line FROM walk ORDER BY distance, path, line
+"""
+
+
 class SqliteStore:
-    def __init__(self, path: Path, connection: apsw.Connection) -> None:
+    """One folder's index in one SQLite file (the embedded default)."""
+
+    shared = False
+
+    def __init__(self, path: Path, connection: apsw.Connection, repo: str = "") -> None:
         self.path = path
+        self.location = str(path)
+        self.repo = repo
         self._db = connection
 
     # ---- opening -------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: Path) -> SqliteStore:
+    def open(cls, path: Path, repo: str = "") -> SqliteStore:
         """Open or create the index at `path`; refuse a file that is not a codewhere index."""
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -186,7 +195,7 @@ class SqliteStore:
                 f"{path} is a SQLite file but not a codewhere index",
                 "pass --index with another file name; codewhere will not overwrite it",
             )
-        store = cls(path, db)
+        store = cls(path, db, repo)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -199,7 +208,7 @@ class SqliteStore:
                 db.close()
                 for suffix in ("", "-wal", "-shm"):
                     Path(f"{path}{suffix}").unlink(missing_ok=True)
-                return cls.open(path)
+                return cls.open(path, repo)
         except apsw.CorruptError as exc:
             db.close()
             raise IndexFileError(f"the index {path} is corrupt", "run `codewhere index --rebuild`") from exc
@@ -228,6 +237,9 @@ class SqliteStore:
 
     def close(self) -> None:
         self._db.close()
+
+    def writer_lock(self, wait_seconds: float) -> AbstractContextManager[None]:
+        return index_writer_lock(self.path, wait_seconds)  # type: ignore[return-value]
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -409,7 +421,7 @@ class SqliteStore:
                      JOIN chunks c ON c.content_hash = e.content_hash ORDER BY knn.distance, c.id LIMIT ?"""
             params: tuple[object, ...] = (blob, limit, limit)
         else:
-            where, fparams = _filter_sql(filters)
+            where, fparams = self._filter(filters)
             sql = f"""SELECT c.id, vec_distance_cosine(v.embedding, ?) AS distance
                       FROM chunks c JOIN files f ON f.id = c.file_id
                       JOIN embeddings e ON e.content_hash = c.content_hash JOIN vec_chunks v ON v.rowid = e.id
@@ -446,6 +458,9 @@ class SqliteStore:
     _SYMBOL_COLUMNS = """s.id, f.path, s.name, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature,
                          s.doc, s.parent, f.language"""
 
+    def _filter(self, filters: Filters) -> tuple[str, list[object]]:
+        return _filter_sql(filters, "f", self.repo)
+
     def _symbol_rows(self, where: str, params: Sequence[object]) -> list[SymbolRow]:
         sql = f"SELECT {self._SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id WHERE {where}"
         return [SymbolRow(*r) for r in self._db.execute(sql, params)]
@@ -475,8 +490,9 @@ class SqliteStore:
     def outline(self, path: str) -> list[SymbolRow]:
         return self._symbol_rows("f.path = ? ORDER BY s.start_line, s.end_line DESC", (path,))
 
-    def symbol_search(self, match: str, limit: int) -> list[SymbolRow]:
-        """Symbols whose name tokens match an FTS5 expression, best BM25 first."""
+    def symbol_search(self, query: TermQuery, limit: int) -> list[SymbolRow]:
+        """Symbols whose name tokens match the query, best BM25 first."""
+        match = fts5_expression(query)
         sql = f"""SELECT {self._SYMBOL_COLUMNS} FROM symbols_fts JOIN symbols s ON s.id = symbols_fts.rowid
                   JOIN files f ON f.id = s.file_id WHERE symbols_fts MATCH ?
                   ORDER BY bm25(symbols_fts, 4.0, 2.0, 1.0), f.path LIMIT ?"""
@@ -509,6 +525,11 @@ class SqliteStore:
                   WHERE e.source_id = ? AND e.kind IN ({','.join('?' * len(kinds))}) ORDER BY e.line"""
         return [EdgeHit(*r) for r in self._db.execute(sql, (symbol_id, *kinds))]
 
+    def impact_walk(self, symbol_id: int, depth: int) -> list[tuple[int, int, str, str, int]]:
+        """(caller or subclass id, distance, edge kind, path, line) of every call and inherit
+        chain into the symbol, up to `depth` edges long."""
+        return self._db.execute(_IMPACT_SQL, (symbol_id, depth)).fetchall()
+
     def graph_stats(self) -> dict[str, object]:
         by_resolution = dict(self._db.execute("SELECT kind || ':' || resolution, count(*) FROM edges GROUP BY 1"))
         per_language = {}
@@ -522,9 +543,10 @@ class SqliteStore:
 
     # ---- reading -------------------------------------------------------------------------
 
-    def keyword_search(self, match: str, limit: int, filters: Filters) -> list[tuple[int, float]]:
-        """(chunk id, BM25 score, higher is better) for an FTS5 MATCH expression."""
-        where, params = _filter_sql(filters)
+    def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:
+        """(chunk id, BM25 score, higher is better) of the chunks matching the terms."""
+        match = fts5_expression(query)
+        where, params = self._filter(filters)
         sql = f"""SELECT c.id, bm25(chunks_fts, {BM25_WEIGHT_PATH}, {BM25_WEIGHT_BODY}) AS score
                   FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN files f ON f.id = c.file_id
                   WHERE chunks_fts MATCH ?{where} ORDER BY score LIMIT ?"""
@@ -536,11 +558,11 @@ class SqliteStore:
 
     def candidate_rows(
         self, ids: Sequence[int], filters: Filters
-    ) -> dict[int, tuple[str, str, int, str, tuple[str, ...]]]:
+    ) -> dict[int, CandidateRow]:
         """(path, kind, start line, text, defined names) of the chunks the filters let through."""
         if not ids:
             return {}
-        where, params = _filter_sql(filters)
+        where, params = self._filter(filters)
         rows = self._db.execute(
             f"""SELECT c.id, f.path, f.kind, c.start_line, c.text,
                        (SELECT group_concat(d.name, ' ') FROM definitions d WHERE d.chunk_id = c.id)
@@ -571,7 +593,7 @@ class SqliteStore:
     def chunks_defining_names(self, names: Sequence[str], filters: Filters) -> dict[str, list[int]]:
         if not names:
             return {}
-        where, params = _filter_sql(filters)
+        where, params = self._filter(filters)
         rows = self._db.execute(
             f"""SELECT d.name, c.id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
                 JOIN files f ON f.id = c.file_id WHERE d.name IN ({','.join('?' * len(names))}){where}
@@ -595,7 +617,7 @@ class SqliteStore:
                 part,
             )
             for cid, path, start_line, end_line, kind, language, text in rows:
-                out[cid] = StoredChunk(cid, path, start_line, end_line, FileKind(kind), language, text)
+                out[cid] = StoredChunk(cid, path, start_line, end_line, FileKind(kind), language, text)  # no repo name: one folder
         return out
 
     def chunk_at(self, path: str, line: int) -> ChunkAt | None:
@@ -610,15 +632,18 @@ class SqliteStore:
 
     def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]:
         """(path, start line, end line) of every chunk the filters let through."""
-        where, params = _filter_sql(filters)
+        where, params = self._filter(filters)
         return self._db.execute(
             f"SELECT f.path, c.start_line, c.end_line FROM chunks c JOIN files f ON f.id = c.file_id WHERE 1{where}",
             params,
         ).fetchall()
 
     def indexed_paths(self, filters: Filters) -> list[str]:
-        where, params = _filter_sql(filters)
+        where, params = self._filter(filters)
         return [r[0] for r in self._db.execute(f"SELECT f.path FROM files f WHERE f.skip_reason IS NULL{where}", params)]
+
+    def repositories(self) -> list[str]:
+        return [self.repo]
 
     def stats(self) -> StoreStats:
         db = self._db

@@ -1,0 +1,725 @@
+"""The team index: many repositories in one PostgreSQL database, vectors in pgvector.
+
+Everything lives in the `codewhere` schema of the database, so the database can hold other
+things too. A repository is a row; files, chunks, symbols and edges belong to one. Vectors are
+shared across repositories (one per distinct chunk text, as in the SQLite store), so every
+repository in a database uses the same model.
+
+Keyword ranking is PostgreSQL's `ts_rank` over the same identifier-split tokens the SQLite store
+gives FTS5; `ts_rank` has no inverse document frequency, so rare words count no more than common
+ones (README and BENCHMARKS show what that costs).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError
+from codewhere.store.base import CandidateRow, ChunkAt, FileState, StoreStats
+from codewhere.types import (
+    Chunk,
+    Edge,
+    EdgeHit,
+    EdgeRow,
+    FileKind,
+    FileRecord,
+    Filters,
+    ModelInfo,
+    SkipReason,
+    StoredChunk,
+    Symbol,
+    SymbolRef,
+    SymbolRow,
+    TermQuery,
+)
+
+log = logging.getLogger(__name__)
+
+SCHEMA = "codewhere"
+LOCK_NAMESPACE = 0x63776872  # "cwhr": first key of codewhere's advisory locks
+MIGRATION_LOCK = 0  # second key while migrating; repositories use their id (> 0)
+CONNECT_TIMEOUT_SECONDS = 10
+# ts_rank weights for D, C, B, A: the path (B) counts for less than the body (A), as in SQLite's bm25.
+RANK_WEIGHTS = "{0, 0.1, 0.5, 1.0}"
+RANK_NORMALISATION = 1  # divide by 1 + log(document length): long chunks don't win by size
+HNSW_OVERFETCH = 10  # a filtered KNN asks the HNSW index for this many times the rows, then filters
+
+# Each entry upgrades the schema by one version; an index never goes back.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE EXTENSION IF NOT EXISTS vector;
+    CREATE TABLE settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE repos(id SERIAL PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+    CREATE TABLE repo_meta(
+        repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+        key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(repo_id, key)
+    );
+    CREATE TABLE files(
+        id BIGSERIAL PRIMARY KEY,
+        repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+        path TEXT NOT NULL, size BIGINT NOT NULL, mtime_ns BIGINT NOT NULL, hash TEXT,
+        kind TEXT NOT NULL, language TEXT NOT NULL, skip_reason TEXT,
+        UNIQUE(repo_id, path)
+    );
+    CREATE TABLE chunks(
+        id BIGSERIAL PRIMARY KEY,
+        file_id BIGINT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+        repo_id INTEGER NOT NULL,
+        start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+        content_hash TEXT NOT NULL, text TEXT NOT NULL,
+        embed_text TEXT,  -- NULL: not embedded (imports and assignments only)
+        fts TSVECTOR NOT NULL
+    );
+    CREATE INDEX chunks_file ON chunks(file_id);
+    CREATE INDEX chunks_repo ON chunks(repo_id, id);
+    CREATE INDEX chunks_hash ON chunks(content_hash);
+    CREATE INDEX chunks_fts ON chunks USING GIN(fts);
+    CREATE TABLE definitions(
+        chunk_id BIGINT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE, name TEXT NOT NULL
+    );
+    CREATE INDEX definitions_name ON definitions(name);
+    CREATE INDEX definitions_chunk ON definitions(chunk_id);
+    -- The column gets its dimension when a model is bound (bind_model), then an HNSW index.
+    CREATE TABLE embeddings(id BIGSERIAL PRIMARY KEY, content_hash TEXT NOT NULL UNIQUE, embedding vector NOT NULL);
+    CREATE TABLE symbols(
+        id BIGSERIAL PRIMARY KEY,
+        file_id BIGINT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+        repo_id INTEGER NOT NULL,
+        name TEXT NOT NULL, name_key TEXT NOT NULL, qualified_name TEXT NOT NULL, kind TEXT NOT NULL,
+        start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+        signature TEXT NOT NULL, doc TEXT NOT NULL, decorators TEXT NOT NULL, parent TEXT NOT NULL,
+        split TEXT NOT NULL, fts TSVECTOR NOT NULL
+    );
+    CREATE INDEX symbols_repo_name ON symbols(repo_id, name);
+    CREATE INDEX symbols_repo_key ON symbols(repo_id, name_key);
+    CREATE INDEX symbols_qualified ON symbols(qualified_name);
+    CREATE INDEX symbols_file ON symbols(file_id);
+    CREATE INDEX symbols_fts ON symbols USING GIN(fts);
+    -- source_id: the enclosing symbol (NULL at module level); target_id: set by resolution.
+    CREATE TABLE edges(
+        id BIGSERIAL PRIMARY KEY,
+        file_id BIGINT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+        repo_id INTEGER NOT NULL,
+        kind TEXT NOT NULL, source_id BIGINT, target_name TEXT NOT NULL, target_id BIGINT,
+        resolution TEXT NOT NULL DEFAULT 'unresolved', line INTEGER NOT NULL
+    );
+    CREATE INDEX edges_file ON edges(file_id, kind, line);
+    CREATE INDEX edges_source ON edges(source_id);
+    CREATE INDEX edges_target ON edges(target_id);
+    CREATE INDEX edges_repo_name ON edges(repo_id, target_name);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_IMPACT_SQL = """
+WITH RECURSIVE walk(id, distance, via, path, line) AS (
+    SELECT e.source_id, 1, e.kind, f.path, e.line FROM edges e JOIN files f ON f.id = e.file_id
+    WHERE e.target_id = %(id)s AND e.kind IN ('call', 'inherit') AND e.source_id IS NOT NULL
+    UNION
+    SELECT e.source_id, w.distance + 1, e.kind, f.path, e.line
+    FROM walk w JOIN edges e ON e.target_id = w.id JOIN files f ON f.id = e.file_id
+    WHERE w.distance < %(depth)s AND e.kind IN ('call', 'inherit') AND e.source_id IS NOT NULL
+)
+SELECT id, distance, via, path, line FROM walk ORDER BY distance, path, line
+"""
+
+_SYMBOL_COLUMNS = """s.id, f.path, s.name, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature,
+                     s.doc, s.parent, f.language"""
+_EDGE_COLUMNS = "e.kind, e.source_id, e.target_id, e.target_name, e.resolution, f.path, e.line"
+
+
+def redact_dsn(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    if "://" in dsn:
+        parts = urlsplit(dsn)
+        if parts.password:
+            netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+            return urlunsplit(parts._replace(netloc=netloc))
+        return dsn
+    return re.sub(r"password\s*=\s*\S+", "password=***", dsn)
+
+
+def tsquery_text(query: TermQuery) -> str:
+    """A `to_tsquery('simple', …)` argument: each term quoted, so no user text is operator syntax."""
+    words = [w for term in query.terms for w in re.findall(r"\w+", term.lower())]
+    quoted = ["'" + w.replace("'", "''") + "'" for w in words]
+    joiner = {"all": " & ", "phrase": " <-> "}.get(query.match, " | ")
+    return joiner.join(quoted)
+
+
+def _vector_literal(vector: np.ndarray) -> str:
+    return "[" + ",".join(map(repr, np.asarray(vector, np.float32).astype(float).tolist())) + "]"
+
+
+class PostgresStore:
+    """Repository `repo` of the codewhere index in a PostgreSQL database."""
+
+    shared = True
+
+    def __init__(self, dsn: str, repo: str, connection: psycopg.Connection) -> None:
+        self.dsn = dsn
+        self.repo = repo
+        self.location = f"{redact_dsn(dsn)} (repository {repo})"
+        self._db = connection
+        self._repo_id: int | None = None
+        self._in_transaction = False
+
+    # ---- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, dsn: str, repo: str) -> PostgresStore:
+        try:
+            db = psycopg.connect(
+                dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                options=f"-c search_path={SCHEMA},public",
+            )
+        except psycopg.Error as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise IndexFileError(
+                f"cannot connect to PostgreSQL at {redact_dsn(dsn)}: {first}",
+                "check CODEWHERE_DSN and that the server is running",
+            ) from exc
+        store = cls(dsn, repo, db)
+        store._migrate()
+        store._repo_id = store._find_repo_id()
+        return store
+
+    def _migrate(self) -> None:
+        db = self._db
+        with db.transaction():
+            db.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_NAMESPACE, MIGRATION_LOCK))
+            db.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+            exists = db.execute(
+                "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = 'settings'", (SCHEMA,)
+            ).fetchone()
+            version = 0
+            if exists:
+                row = db.execute("SELECT value FROM settings WHERE key = 'schema_version'").fetchone()
+                version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise IndexFileError(
+                    f"the database schema is version {version}, newer than this codewhere ({SCHEMA_VERSION})",
+                    "upgrade codewhere on this machine",
+                )
+            for step in range(version, SCHEMA_VERSION):
+                log.info("migrating the codewhere schema to version %d", step + 1)
+                db.execute(MIGRATIONS[step])
+            if version != SCHEMA_VERSION:
+                db.execute(
+                    """INSERT INTO settings VALUES('schema_version', %s)
+                       ON CONFLICT(key) DO UPDATE SET value = excluded.value""",
+                    (str(SCHEMA_VERSION),),
+                )
+
+    def _find_repo_id(self) -> int | None:
+        row = self._db.execute("SELECT id FROM repos WHERE name = %s", (self.repo,)).fetchone()
+        return int(row[0]) if row else None
+
+    def _rid(self) -> int:
+        """This repository's id, creating its row on the first write."""
+        if self._repo_id is None:
+            self._db.execute("INSERT INTO repos(name) VALUES(%s) ON CONFLICT(name) DO NOTHING", (self.repo,))
+            self._repo_id = self._find_repo_id()
+        assert self._repo_id is not None
+        return self._repo_id
+
+    def forget_repository(self) -> None:
+        """Delete everything this repository holds (a rebuild); other repositories stay."""
+        with self.writer_lock(0.0), self.transaction():
+            self._db.execute("DELETE FROM repos WHERE id = %s", (self._rid(),))
+            self._repo_id = None
+            self._drop_orphans()
+            if not self._db.execute("SELECT 1 FROM repos LIMIT 1").fetchone():
+                self._db.execute("DELETE FROM settings WHERE key LIKE 'model_%%'")
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._db.transaction():
+            yield
+
+    @contextmanager
+    def writer_lock(self, wait_seconds: float) -> Iterator[None]:
+        """An advisory lock per repository: one indexer at a time, any number of readers."""
+        key = (LOCK_NAMESPACE, self._rid())
+        deadline = time.monotonic() + wait_seconds
+        while not self._db.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone()[0]:
+            if time.monotonic() >= deadline:
+                raise IndexBusyError(
+                    f"another codewhere process is indexing repository {self.repo!r} in {redact_dsn(self.dsn)}",
+                    "wait for it to finish, or pass --wait SECONDS to wait longer",
+                )
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            self._db.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+
+    # ---- meta ----------------------------------------------------------------------------
+
+    def meta(self) -> dict[str, str]:
+        out = dict(self._db.execute("SELECT key, value FROM settings").fetchall())
+        if self._repo_id is not None:
+            out.update(self._db.execute("SELECT key, value FROM repo_meta WHERE repo_id = %s", (self._repo_id,)).fetchall())
+        return out
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        rid = self._rid()
+        with self._db.cursor() as cur:
+            cur.executemany(
+                """INSERT INTO repo_meta VALUES(%s, %s, %s)
+                   ON CONFLICT(repo_id, key) DO UPDATE SET value = excluded.value""",
+                [(rid, k, v) for k, v in values.items()],
+            )
+
+    def model(self) -> ModelInfo | None:
+        meta = dict(self._db.execute("SELECT key, value FROM settings WHERE key LIKE 'model_%%'").fetchall())
+        if "model_fingerprint" not in meta:
+            return None
+        return ModelInfo(meta["model_id"], int(meta["model_dim"]), meta["model_fingerprint"])
+
+    def bind_model(self, info: ModelInfo) -> None:
+        """Record the database's model and size its vector column; the caller checked for a mismatch."""
+        with self.transaction():
+            self._db.execute("LOCK TABLE embeddings IN ACCESS EXCLUSIVE MODE")
+            if self.model() is not None:
+                return  # another indexer bound it first (the caller's check covers a mismatch)
+            self._db.cursor().executemany(
+                "INSERT INTO settings VALUES(%s, %s) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [("model_id", info.id), ("model_dim", str(info.dim)), ("model_fingerprint", info.fingerprint)],
+            )
+            self._db.execute("TRUNCATE embeddings")
+            self._db.execute("DROP INDEX IF EXISTS embeddings_hnsw")
+            self._db.execute(
+                sql.SQL("ALTER TABLE embeddings ALTER COLUMN embedding TYPE vector({})").format(sql.Literal(int(info.dim)))
+            )
+            self._db.execute("CREATE INDEX embeddings_hnsw ON embeddings USING hnsw (embedding vector_cosine_ops)")
+
+    # ---- writing files and chunks (call inside transaction()) ----------------------------
+
+    def file_states(self) -> dict[str, FileState]:
+        if self._repo_id is None:
+            return {}
+        rows = self._db.execute(
+            "SELECT path, size, mtime_ns, hash, skip_reason FROM files WHERE repo_id = %s", (self._repo_id,)
+        )
+        return {path: FileState(size, mtime, h, skip) for path, size, mtime, h, skip in rows}
+
+    def _upsert_file(self, record: FileRecord, digest: str | None, skip: SkipReason | None) -> int:
+        row = self._db.execute(
+            """INSERT INTO files(repo_id, path, size, mtime_ns, hash, kind, language, skip_reason)
+               VALUES(%s, %s, %s, %s, %s, %s, %s, %s)
+               ON CONFLICT(repo_id, path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns,
+                 hash=excluded.hash, kind=excluded.kind, language=excluded.language, skip_reason=excluded.skip_reason
+               RETURNING id""",
+            (self._rid(), record.path, record.size, record.mtime_ns, digest, record.kind.value, record.language,
+             skip.value if skip else None),
+        ).fetchone()
+        assert row is not None
+        return int(row[0])
+
+    def _delete_content_of(self, file_id: int) -> None:
+        for table in ("chunks", "edges", "symbols"):  # definitions go with their chunks
+            self._db.execute(sql.SQL("DELETE FROM {} WHERE file_id = %s").format(sql.Identifier(table)), (file_id,))
+
+    def replace_file(
+        self,
+        record: FileRecord,
+        digest: str,
+        chunks: Sequence[Chunk],
+        fts_rows: Sequence[tuple[str, str]],
+        symbols: Sequence[Symbol] = (),
+        symbol_fts_rows: Sequence[tuple[str, str, str]] = (),
+        edges: Sequence[Edge] = (),
+    ) -> list[int]:
+        file_id = self._upsert_file(record, digest, None)
+        rid = self._rid()
+        self._delete_content_of(file_id)
+        symbol_ids: dict[str, int] = {}
+        with self._db.cursor() as cur:
+            if symbols:
+                cur.executemany(
+                    """INSERT INTO symbols(file_id, repo_id, name, name_key, qualified_name, kind, start_line, end_line,
+                         signature, doc, decorators, parent, split, fts)
+                       VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+                         setweight(to_tsvector('simple', %s), 'A') || setweight(to_tsvector('simple', %s), 'B')
+                         || setweight(to_tsvector('simple', %s), 'C'))
+                       RETURNING id""",
+                    [(file_id, rid, s.name, key, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature, s.doc,
+                      "\n".join(s.decorators), s.parent, split, key, split, qualified)
+                     for s, (key, split, qualified) in zip(symbols, symbol_fts_rows, strict=True)],
+                    returning=True,
+                )
+                for symbol in symbols:
+                    row = cur.fetchone()
+                    assert row is not None
+                    symbol_ids.setdefault(symbol.qualified_name, int(row[0]))
+                    cur.nextset()
+            if edges:
+                cur.executemany(
+                    "INSERT INTO edges(file_id, repo_id, kind, source_id, target_name, line) VALUES(%s, %s, %s, %s, %s, %s)",
+                    [(file_id, rid, e.kind.value, symbol_ids.get(e.source), e.target, e.line) for e in edges],
+                )
+            ids: list[int] = []
+            if chunks:
+                cur.executemany(
+                    """INSERT INTO chunks(file_id, repo_id, start_line, end_line, content_hash, text, embed_text, fts)
+                       VALUES(%s, %s, %s, %s, %s, %s, %s,
+                         setweight(to_tsvector('simple', %s), 'B') || setweight(to_tsvector('simple', %s), 'A'))
+                       RETURNING id""",
+                    [(file_id, rid, c.start_line, c.end_line, c.content_hash, c.text, c.embed_text if c.embed else None,
+                      path_tokens, body_tokens) for c, (path_tokens, body_tokens) in zip(chunks, fts_rows, strict=True)],
+                    returning=True,
+                )
+                for _ in chunks:
+                    row = cur.fetchone()
+                    assert row is not None
+                    ids.append(int(row[0]))
+                    cur.nextset()
+            definitions = [(cid, name) for cid, c in zip(ids, chunks, strict=True) for name in c.defines]
+            if definitions:
+                cur.executemany("INSERT INTO definitions(chunk_id, name) VALUES(%s, %s)", definitions)
+        return ids
+
+    def record_skipped_file(self, record: FileRecord, reason: SkipReason) -> None:
+        self._delete_content_of(self._upsert_file(record, None, reason))
+
+    def update_file_stat(self, path: str, size: int, mtime_ns: int) -> None:
+        self._db.execute(
+            "UPDATE files SET size = %s, mtime_ns = %s WHERE repo_id = %s AND path = %s", (size, mtime_ns, self._rid(), path)
+        )
+
+    def delete_files(self, paths: Iterable[str]) -> None:
+        self._db.execute("DELETE FROM files WHERE repo_id = %s AND path = ANY(%s)", (self._rid(), list(paths)))
+
+    def clear_files(self) -> None:
+        self._db.execute("DELETE FROM files WHERE repo_id = %s", (self._rid(),))
+
+    # ---- vectors -------------------------------------------------------------------------
+
+    def chunks_without_vectors(self, limit: int, after_id: int = 0) -> list[tuple[int, str, str]]:
+        if self._repo_id is None:
+            return []
+        rows = self._db.execute(
+            """SELECT c.id, c.content_hash, c.embed_text FROM chunks c
+               WHERE c.repo_id = %s AND c.id > %s AND c.embed_text IS NOT NULL
+                 AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)
+               ORDER BY c.id LIMIT %s""",
+            (self._repo_id, after_id, limit),
+        )
+        return [(int(i), h, t) for i, h, t in rows]
+
+    def add_vectors(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        with self._db.cursor() as cur:
+            cur.executemany(
+                # another repository's indexer may have embedded the same text a moment ago
+                "INSERT INTO embeddings(content_hash, embedding) VALUES(%s, %s::vector) ON CONFLICT(content_hash) DO NOTHING",
+                [(h, _vector_literal(v)) for h, v in zip(hashes, vectors, strict=True)],
+            )
+
+    def _drop_orphans(self) -> int:
+        cur = self._db.execute(
+            "DELETE FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)"
+        )
+        return cur.rowcount
+
+    def delete_orphan_vectors(self) -> int:
+        return self._drop_orphans()
+
+    def vector_count(self) -> int:
+        """Vectors this repository's chunks use."""
+        if self._repo_id is None:
+            return 0
+        row = self._db.execute(
+            """SELECT count(*) FROM embeddings e
+               WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.repo_id = %s AND c.content_hash = e.content_hash)""",
+            (self._repo_id,),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) of the nearest chunks, best first: the HNSW index first;
+        when filters leave too few of its rows, an exact scan of the filtered chunks."""
+        if self.model() is None:
+            return []
+        literal = _vector_literal(query)
+        where, params = self._filter(filters)
+        fetch = limit if filters.is_empty() else limit * HNSW_OVERFETCH
+        try:
+            self._db.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(max(100, min(fetch, 1000))),))
+            rows = self._db.execute(
+                f"""WITH knn AS (SELECT content_hash, embedding <=> %s::vector AS distance FROM embeddings
+                                 ORDER BY embedding <=> %s::vector LIMIT %s)
+                    SELECT c.id, knn.distance FROM knn JOIN chunks c ON c.content_hash = knn.content_hash
+                    JOIN files f ON f.id = c.file_id WHERE TRUE {where} ORDER BY knn.distance, c.id LIMIT %s""",
+                (literal, literal, fetch, *params, limit),
+            ).fetchall()
+            if len(rows) < limit and not filters.is_empty():
+                rows = self._db.execute(
+                    f"""SELECT c.id, e.embedding <=> %s::vector AS distance FROM chunks c
+                        JOIN files f ON f.id = c.file_id JOIN embeddings e ON e.content_hash = c.content_hash
+                        WHERE TRUE {where} ORDER BY distance, c.id LIMIT %s""",
+                    (literal, *params, limit),
+                ).fetchall()
+        except psycopg.errors.DataException as exc:
+            raise ModelError(f"vector search failed ({exc})", "run `codewhere index --rebuild`") from exc
+        return [(int(cid), 1.0 - float(distance)) for cid, distance in rows]
+
+    # ---- the code graph (this repository) ------------------------------------------------
+
+    def resolution_inputs(self) -> tuple[list[EdgeRow], list[SymbolRef], set[tuple[int, str]]]:
+        rid = self._repo_id
+        edges = [EdgeRow(*r) for r in self._db.execute(
+            """SELECT e.id, e.file_id, e.kind, e.target_name, coalesce(s.parent, '')
+               FROM edges e LEFT JOIN symbols s ON s.id = e.source_id WHERE e.repo_id = %s""",
+            (rid,),
+        )]
+        symbols = [SymbolRef(*r) for r in self._db.execute(
+            "SELECT id, file_id, name, kind, parent FROM symbols WHERE repo_id = %s", (rid,)
+        )]
+        imported = {(int(f), n) for f, n in self._db.execute(
+            "SELECT file_id, target_name FROM edges WHERE repo_id = %s AND kind = 'import'", (rid,)
+        )}
+        return edges, symbols, imported
+
+    def set_edge_targets(self, rows: Iterable[tuple[int, int | None, str]]) -> None:
+        """One COPY into a temporary table, then one UPDATE: row-by-row updates take minutes on big repos."""
+        db = self._db
+        db.execute("CREATE TEMPORARY TABLE IF NOT EXISTS edge_targets(id BIGINT, target_id BIGINT, resolution TEXT)")
+        db.execute("TRUNCATE edge_targets")
+        with db.cursor().copy("COPY edge_targets(id, target_id, resolution) FROM STDIN") as copy:
+            for edge_id, target, resolution in rows:
+                copy.write_row((edge_id, target, resolution))
+        db.execute(
+            """UPDATE edges e SET target_id = t.target_id, resolution = t.resolution FROM edge_targets t
+               WHERE e.id = t.id AND (e.target_id IS DISTINCT FROM t.target_id OR e.resolution <> t.resolution)"""
+        )
+
+    def _symbol_rows(self, where: str, params: Sequence[object]) -> list[SymbolRow]:
+        query = f"SELECT {_SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.repo_id = %s AND {where}"
+        return [SymbolRow(*r) for r in self._db.execute(query, (self._repo_id, *params))]  # type: ignore[arg-type]
+
+    def symbols_named(self, name: str) -> list[SymbolRow]:
+        return self._symbol_rows("s.name = %s ORDER BY f.path, s.start_line", (name,))
+
+    def symbols_qualified(self, qualified: str) -> list[SymbolRow]:
+        escaped = qualified.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return self._symbol_rows(
+            "(s.qualified_name = %s OR s.qualified_name LIKE %s) ORDER BY f.path, s.start_line", (qualified, "%." + escaped)
+        )
+
+    def symbols_at(self, path: str, line: int) -> list[SymbolRow]:
+        return self._symbol_rows(
+            "f.path = %s AND s.start_line <= %s AND s.end_line >= %s ORDER BY s.start_line DESC, s.end_line ASC",
+            (path, line, line),
+        )
+
+    def symbols_by_id(self, ids: Sequence[int]) -> dict[int, SymbolRow]:
+        if not ids:
+            return {}
+        query = f"SELECT {_SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.id = ANY(%s)"
+        return {r.id: r for r in (SymbolRow(*row) for row in self._db.execute(query, (list(ids),)))}  # type: ignore[arg-type]
+
+    def outline(self, path: str) -> list[SymbolRow]:
+        return self._symbol_rows("f.path = %s ORDER BY s.start_line, s.end_line DESC", (path,))
+
+    def symbol_search(self, query: TermQuery, limit: int) -> list[SymbolRow]:
+        if query.match == "name":
+            return self._symbol_rows("s.name_key = %s ORDER BY f.path, s.start_line LIMIT %s", (query.terms[0], limit))
+        text = tsquery_text(query)
+        if not text:
+            return []
+        return self._symbol_rows(
+            """s.fts @@ to_tsquery('simple', %s)
+               ORDER BY ts_rank(%s::float4[], s.fts, to_tsquery('simple', %s)) DESC, f.path LIMIT %s""",
+            (text, RANK_WEIGHTS, text, limit),
+        )
+
+    def _edge_hits(self, where: str, params: Sequence[object]) -> list[EdgeHit]:
+        query = f"SELECT {_EDGE_COLUMNS} FROM edges e JOIN files f ON f.id = e.file_id WHERE {where}"
+        return [EdgeHit(*r) for r in self._db.execute(query, params)]  # type: ignore[arg-type]
+
+    def edges_to(self, symbol_ids: Sequence[int], kinds: Sequence[str]) -> list[EdgeHit]:
+        if not symbol_ids:
+            return []
+        return self._edge_hits(
+            "e.target_id = ANY(%s) AND e.kind = ANY(%s) ORDER BY f.path, e.line", (list(symbol_ids), list(kinds))
+        )
+
+    def unresolved_edges_named(self, name: str, kinds: Sequence[str]) -> list[EdgeHit]:
+        return self._edge_hits(
+            """e.repo_id = %s AND e.target_name = %s AND e.target_id IS NULL AND e.kind = ANY(%s)
+               ORDER BY f.path, e.line""",
+            (self._repo_id, name, list(kinds)),
+        )
+
+    def edges_from(self, symbol_id: int, kinds: Sequence[str]) -> list[EdgeHit]:
+        return self._edge_hits("e.source_id = %s AND e.kind = ANY(%s) ORDER BY e.line", (symbol_id, list(kinds)))
+
+    def impact_walk(self, symbol_id: int, depth: int) -> list[tuple[int, int, str, str, int]]:
+        return [tuple(r) for r in self._db.execute(_IMPACT_SQL, {"id": symbol_id, "depth": depth})]  # type: ignore[misc]
+
+    def graph_stats(self) -> dict[str, object]:
+        rid = self._repo_id
+        by_resolution = dict(self._db.execute(
+            "SELECT kind || ':' || resolution, count(*) FROM edges WHERE repo_id = %s GROUP BY 1", (rid,)
+        ).fetchall())
+        per_language: dict[str, dict[str, dict[str, int]]] = {}
+        for language, kind, resolution, n in self._db.execute(
+            """SELECT f.language, e.kind, e.resolution, count(*) FROM edges e JOIN files f ON f.id = e.file_id
+               WHERE e.repo_id = %s GROUP BY 1, 2, 3""",
+            (rid,),
+        ):
+            per_language.setdefault(language, {}).setdefault(kind, {})[resolution] = n
+        symbols = dict(self._db.execute("SELECT kind, count(*) FROM symbols WHERE repo_id = %s GROUP BY 1", (rid,)).fetchall())
+        return {"symbols": symbols, "edges": by_resolution, "per_language": per_language}
+
+    # ---- reading for search (every repository unless filters name some) ------------------
+
+    def _filter(self, filters: Filters) -> tuple[str, list[object]]:
+        clauses: list[str] = []
+        params: list[object] = []
+        if filters.repos:
+            clauses.append("f.repo_id IN (SELECT id FROM repos WHERE name = ANY(%s))")
+            params.append(list(filters.repos))
+        if filters.scopes:
+            ors = []
+            for scope in filters.scopes:
+                escaped = scope.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                ors.append("(f.path = %s OR f.path LIKE %s)")
+                params += [scope, escaped + "/%"]
+            clauses.append("(" + " OR ".join(ors) + ")")
+        if filters.exclude_kinds:
+            clauses.append("NOT (f.kind = ANY(%s))")
+            params.append([k.value for k in filters.exclude_kinds])
+        return "".join(f" AND {c}" for c in clauses), params
+
+    def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:
+        text = tsquery_text(query)
+        if not text:
+            return []
+        where, params = self._filter(filters)
+        try:
+            rows = self._db.execute(
+                f"""SELECT c.id, ts_rank(%s::float4[], c.fts, q, {RANK_NORMALISATION}) AS score
+                    FROM chunks c JOIN files f ON f.id = c.file_id, to_tsquery('simple', %s) q
+                    WHERE c.fts @@ q {where} ORDER BY score DESC, c.id LIMIT %s""",
+                (RANK_WEIGHTS, text, *params, limit),
+            ).fetchall()
+        except psycopg.errors.SyntaxError as exc:
+            raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
+        return [(int(i), float(s)) for i, s in rows]
+
+    def candidate_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, CandidateRow]:
+        if not ids:
+            return {}
+        where, params = self._filter(filters)
+        rows = self._db.execute(
+            f"""SELECT c.id, f.path, f.kind, c.start_line, c.text,
+                       (SELECT string_agg(d.name, ' ') FROM definitions d WHERE d.chunk_id = c.id)
+                FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = ANY(%s) {where}""",
+            (list(ids), *params),
+        )
+        return {int(cid): (path, kind, start, text, tuple((names or "").split()))
+                for cid, path, kind, start, text, names in rows}
+
+    def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
+        if not chunk_ids:
+            return {}
+        rows = self._db.execute(
+            """SELECT DISTINCT c.id, tc.id FROM chunks c
+               JOIN edges e ON e.file_id = c.file_id AND e.kind = 'call' AND e.target_id IS NOT NULL
+                            AND e.line BETWEEN c.start_line AND c.end_line
+               JOIN symbols s ON s.id = e.target_id
+               JOIN chunks tc ON tc.file_id = s.file_id AND tc.start_line <= s.start_line AND tc.end_line >= s.start_line
+               WHERE c.id = ANY(%s) AND tc.id <> c.id""",
+            (list(chunk_ids),),
+        )
+        out: dict[int, list[int]] = {}
+        for source, target in rows:
+            out.setdefault(int(source), []).append(int(target))
+        return out
+
+    def chunks_defining_names(self, names: Sequence[str], filters: Filters) -> dict[str, list[int]]:
+        if not names:
+            return {}
+        where, params = self._filter(filters)
+        rows = self._db.execute(
+            f"""SELECT d.name, c.id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
+                JOIN files f ON f.id = c.file_id WHERE d.name = ANY(%s) {where} ORDER BY c.id""",
+            (list(names), *params),
+        )
+        out: dict[str, list[int]] = {}
+        for name, cid in rows:
+            out.setdefault(name, []).append(int(cid))
+        return out
+
+    def get_chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
+        if not ids:
+            return {}
+        rows = self._db.execute(
+            """SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, r.name
+               FROM chunks c JOIN files f ON f.id = c.file_id JOIN repos r ON r.id = f.repo_id
+               WHERE c.id = ANY(%s)""",
+            (list(ids),),
+        )
+        return {
+            int(cid): StoredChunk(int(cid), path, start, end, FileKind(kind), language, text, repo)
+            for cid, path, start, end, kind, language, text, repo in rows
+        }
+
+    def chunk_at(self, path: str, line: int) -> ChunkAt | None:
+        row = self._db.execute(
+            """SELECT c.id, coalesce(c.embed_text, f.path || chr(10) || c.text) FROM chunks c
+               JOIN files f ON f.id = c.file_id
+               WHERE f.repo_id = %s AND f.path = %s AND c.start_line <= %s AND c.end_line >= %s
+               ORDER BY c.end_line - c.start_line LIMIT 1""",
+            (self._repo_id, path, line, line),
+        ).fetchone()
+        return ChunkAt(int(row[0]), row[1]) if row else None
+
+    def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]:
+        where, params = self._filter(filters)
+        rows = self._db.execute(
+            f"SELECT f.path, c.start_line, c.end_line FROM chunks c JOIN files f ON f.id = c.file_id WHERE TRUE {where}",
+            params,
+        )
+        return [(p, int(s), int(e)) for p, s, e in rows]
+
+    def indexed_paths(self, filters: Filters) -> list[str]:
+        where, params = self._filter(filters)
+        rows = self._db.execute(f"SELECT f.path FROM files f WHERE f.skip_reason IS NULL {where}", params)
+        return [r[0] for r in rows]
+
+    def repositories(self) -> list[str]:
+        return [r[0] for r in self._db.execute("SELECT name FROM repos ORDER BY name")]
+
+    def stats(self) -> StoreStats:
+        rid = self._repo_id
+        db = self._db
+
+        def grouped(query: str) -> dict[str, int]:
+            return {k: int(v) for k, v in db.execute(query, (rid,)).fetchall()}
+
+        files, size = db.execute(
+            "SELECT count(*), coalesce(sum(size), 0) FROM files WHERE repo_id = %s AND skip_reason IS NULL", (rid,)
+        ).fetchone() or (0, 0)
+        chunks_row = db.execute("SELECT count(*) FROM chunks WHERE repo_id = %s", (rid,)).fetchone()
+        return StoreStats(
+            int(files), int(chunks_row[0]) if chunks_row else 0, int(size),
+            grouped("SELECT skip_reason, count(*) FROM files WHERE repo_id = %s AND skip_reason IS NOT NULL GROUP BY 1"),
+            grouped("SELECT kind, count(*) FROM files WHERE repo_id = %s AND skip_reason IS NULL GROUP BY 1"),
+            grouped("SELECT language, count(*) FROM files WHERE repo_id = %s AND skip_reason IS NULL GROUP BY 1 ORDER BY 2 DESC"),
+            self.meta(),
+        )
