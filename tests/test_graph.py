@@ -37,7 +37,7 @@ def call_pairs(index: Index) -> set[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("language", sorted(TRUTH))
-def test_symbols_are_exactly_the_hand_made_truth(tmp_path: Path, language: str) -> None:
+def test_symbols_are_exactly_the_hand_made_truth(tmp_path: Path, language: str, store_kind: str) -> None:
     with indexed(tmp_path, language) as index:
         found = {
             s.qualified_name: s.kind
@@ -48,7 +48,7 @@ def test_symbols_are_exactly_the_hand_made_truth(tmp_path: Path, language: str) 
 
 
 @pytest.mark.parametrize("language", sorted(TRUTH))
-def test_resolved_call_edges_have_full_precision_and_recall(tmp_path: Path, language: str) -> None:
+def test_resolved_call_edges_have_full_precision_and_recall(tmp_path: Path, language: str, store_kind: str) -> None:
     with indexed(tmp_path, language) as index:
         found = call_pairs(index)
     truth = {tuple(pair) for pair in TRUTH[language]["calls"]}
@@ -56,7 +56,7 @@ def test_resolved_call_edges_have_full_precision_and_recall(tmp_path: Path, lang
 
 
 @pytest.mark.parametrize("language", sorted(lang for lang in TRUTH if "inherits" in TRUTH[lang]))
-def test_inheritance_edges(tmp_path: Path, language: str) -> None:
+def test_inheritance_edges(tmp_path: Path, language: str, store_kind: str) -> None:
     with indexed(tmp_path, language) as index:
         pairs = set()
         for base_name in {b for _, b in TRUTH[language]["inherits"]}:
@@ -67,7 +67,7 @@ def test_inheritance_edges(tmp_path: Path, language: str) -> None:
     assert pairs == {tuple(p) for p in TRUTH[language]["inherits"]}
 
 
-def test_python_symbol_details(tmp_path: Path) -> None:
+def test_python_symbol_details(tmp_path: Path, store_kind: str) -> None:
     with indexed(tmp_path, "python") as index:
         side = index.symbol("Square.side")
         shape = index.symbol("Shape")
@@ -77,7 +77,7 @@ def test_python_symbol_details(tmp_path: Path) -> None:
     assert shape.doc == "A shape."
 
 
-def test_impact_walks_callers_and_subclasses_with_distance(tmp_path: Path) -> None:
+def test_impact_walks_callers_and_subclasses_with_distance(tmp_path: Path, store_kind: str) -> None:
     with indexed(tmp_path, "python") as index:
         _, impacted = index.impact("square", depth=3)
         assert [(i.symbol.qualified_name, i.distance) for i in impacted] == [("area_of", 1), ("Square.area", 2)]
@@ -85,7 +85,7 @@ def test_impact_walks_callers_and_subclasses_with_distance(tmp_path: Path) -> No
         assert [(i.symbol.qualified_name, i.via) for i in by_shape] == [("Square", "inherit")]
 
 
-def test_ambiguous_names_list_candidates_and_path_line_selects(tmp_path: Path) -> None:
+def test_ambiguous_names_list_candidates_and_path_line_selects(tmp_path: Path, store_kind: str) -> None:
     root = write_tree(tmp_path / "repo", {
         "a.py": "def run():\n    helper()\n\ndef helper():\n    pass\n",
         "b.py": "def run():\n    pass\n",
@@ -101,7 +101,7 @@ def test_ambiguous_names_list_candidates_and_path_line_selects(tmp_path: Path) -
             index.callers("nothing_like_this")
 
 
-def test_edges_into_a_changed_file_are_re_resolved(tmp_path: Path) -> None:
+def test_edges_into_a_changed_file_are_re_resolved(tmp_path: Path, store_kind: str) -> None:
     root = write_tree(tmp_path / "repo", {
         "caller.py": "from lib import work\n\ndef main():\n    work()\n",
         "lib.py": "def work():\n    pass\n",

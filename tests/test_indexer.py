@@ -115,13 +115,13 @@ def test_unchanged_refresh_of_a_thousand_files_opens_none(tmp_path: Path, open_i
     assert report.files_unchanged == 1000 and report.bytes_read == 0
 
 
-def test_unchanged_refresh_writes_nothing(sample_repo: Path, open_index) -> None:
+def test_unchanged_refresh_writes_nothing(sample_repo: Path, open_sqlite_index) -> None:
     """A search refreshes first; on an unchanged folder that must not write to the index."""
     import apsw
 
     from codewhere.embed.fake import FakeEmbedder
 
-    index = open_index(sample_repo, embedder=FakeEmbedder())
+    index = open_sqlite_index(sample_repo, embedder=FakeEmbedder())
     index.refresh()
     watcher = apsw.Connection(str(index.store.path))
     before = watcher.execute("PRAGMA data_version").fetchone()[0]

@@ -1,0 +1,204 @@
+"""What only the shared PostgreSQL index does: many repositories, many writers and readers at once.
+
+The rest of the suite runs on both stores through the `store_kind` fixture.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from codewhere.api import Index
+from codewhere.config import Settings
+from codewhere.embed.fake import FakeEmbedder
+from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError
+from codewhere.store.postgres import SCHEMA_VERSION, redact_dsn, tsquery_text
+from codewhere.types import Filters, TermQuery
+from tests.conftest import SAMPLE_REPO, write_tree
+
+
+@pytest.fixture
+def team_dsn(pg_dsn: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("CODEWHERE_DSN", pg_dsn)
+    return pg_dsn
+
+
+def _open(root: Path, repo: str | None = None, **kwargs: object) -> Index:
+    return Index.open(root, settings=Settings.from_env(), repo=repo, **kwargs)  # type: ignore[arg-type]
+
+
+def test_two_repositories_share_one_database_and_search_names_them(tmp_path: Path, team_dsn: str) -> None:
+    shop = write_tree(tmp_path / "shop", SAMPLE_REPO)
+    other = write_tree(tmp_path / "billing", {"charge.py": "def charge_credit_card(card):\n    return card\n"})
+    fake = FakeEmbedder()
+    with _open(shop, embedder=fake) as a, _open(other, embedder=fake) as b:
+        a.refresh()
+        b.refresh()
+        assert a.shared and sorted(a.repositories()) == ["billing", "shop"]
+        both = {(h.repo, h.path) for h in a.search("charge_credit_card", k=20)}
+        assert ("shop", "src/shop/payment.py") in both and ("billing", "charge.py") in both
+        only = a.search("charge_credit_card", k=20, repos=["billing"])
+        assert only and {h.repo for h in only} == {"billing"}
+        with pytest.raises(QueryError, match="no repository named nowhere"):
+            a.search("charge", repos=["nowhere"])
+        # graph questions and status stay within the folder's own repository
+        assert a.symbol("charge_credit_card").path == "src/shop/payment.py"
+        assert a.status().files == len(SAMPLE_REPO) and b.status().files == 1
+
+
+def test_rebuild_forgets_one_repository_and_keeps_the_others(tmp_path: Path, team_dsn: str) -> None:
+    shop = write_tree(tmp_path / "shop", SAMPLE_REPO)
+    other = write_tree(tmp_path / "billing", {"charge.py": "def charge(card):\n    return card\n"})
+    fake = FakeEmbedder()
+    with _open(shop, embedder=fake) as a, _open(other, embedder=fake) as b:
+        a.refresh()
+        b.refresh()
+    with _open(shop, embedder=fake, rebuild=True) as a:
+        assert a.status().files == 0
+        assert a.search("charge", k=5, repos=["billing"])[0].path == "charge.py"
+        assert a.refresh().files_added == len(SAMPLE_REPO)
+
+
+def test_every_repository_must_use_the_databases_model(tmp_path: Path, team_dsn: str) -> None:
+    with _open(write_tree(tmp_path / "one", SAMPLE_REPO), embedder=FakeEmbedder(dim=32, name="first")) as a:
+        a.refresh()
+    with _open(write_tree(tmp_path / "two", SAMPLE_REPO), embedder=FakeEmbedder(dim=48, name="second")) as b:
+        with pytest.raises(ModelError, match="first"):
+            b.refresh()
+
+
+def test_second_writer_of_a_repository_waits_then_gives_up(tmp_path: Path, team_dsn: str) -> None:
+    root = write_tree(tmp_path / "shop", SAMPLE_REPO)
+    with _open(root) as first, _open(root) as second:
+        first.refresh(vectors=False)
+        with first.store.writer_lock(0.0):
+            with pytest.raises(IndexBusyError, match="indexing repository 'shop'"):
+                second.refresh(wait_seconds=0.2, vectors=False)
+            assert second.refresh_if_free(vectors=False) is None  # a search goes on with what is committed
+        assert second.refresh(wait_seconds=0.0, vectors=False).files_unchanged == len(SAMPLE_REPO)
+
+
+def _line_count(path: Path) -> int:
+    return path.read_text().count("\n") + 1
+
+
+def test_parallel_indexers_and_searchers_lose_nothing_and_never_see_half_a_file(
+    tmp_path: Path, team_dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three indexer processes (two repositories, one of them twice) and four searcher threads
+    at once. A reader must see each file whole: its line windows cover it from line 1 to the end."""
+    monkeypatch.setenv("CODEWHERE_CHUNKER", "lines")
+    body = "".join(f"def function_{j}(value):\n    return value + {j}\n\n" for j in range(60))
+    roots = {}
+    for name in ("alpha", "beta"):
+        roots[name] = write_tree(tmp_path / name, {f"pkg{i % 5}/mod_{i}.py": body for i in range(120)})
+    expected_lines = _line_count(roots["alpha"] / "pkg0/mod_0.py")
+
+    errors: list[str] = []
+    stop = threading.Event()
+    checks = [0]
+
+    def searcher() -> None:
+        try:
+            with _open(roots["alpha"]) as index:
+                while not stop.is_set():
+                    spans: dict[tuple[str, str], list[tuple[int, int]]] = {}
+                    for repo in index.repositories():
+                        for path, start, end in index.store.chunk_spans(Filters(repos=(repo,))):
+                            spans.setdefault((repo, path), []).append((start, end))
+                    for key, parts in spans.items():
+                        parts.sort()
+                        if parts[0][0] != 1 or parts[-1][1] < expected_lines - 1:
+                            errors.append(f"half-written file {key}: {parts[0]}..{parts[-1]}")
+                    index.search("function value", k=5, mode="keyword")
+                    checks[0] += 1
+                    time.sleep(0.02)  # leave the two cores to the indexers too
+        except Exception as exc:  # noqa: BLE001 — the test reports any failure of a reader
+            errors.append(f"searcher: {type(exc).__name__}: {exc}")
+
+    readers = [threading.Thread(target=searcher) for _ in range(4)]
+    for thread in readers:
+        thread.start()
+    env = {**os.environ, "CODEWHERE_LOCK_WAIT": "120"}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "codewhere", "index", str(roots[name]), "--json"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for name in ("alpha", "beta", "alpha")
+    ]
+    outputs = [w.communicate(timeout=300) for w in writers]
+    time.sleep(0.2)
+    stop.set()
+    for thread in readers:
+        thread.join(timeout=60)
+    assert [w.returncode for w in writers] == [0, 0, 0], [err for _, err in outputs]
+    assert not errors, errors[:5]
+    assert checks[0] > 0
+    with _open(roots["alpha"]) as index:
+        assert sorted(index.repositories()) == ["alpha", "beta"]
+        for name in ("alpha", "beta"):
+            spans = index.store.chunk_spans(Filters(repos=(name,)))
+            assert len({p for p, _, _ in spans}) == 120  # every file of each repository, once
+        assert index.status().files == 120
+
+
+def test_cli_index_and_search_a_team_database(tmp_path: Path, team_dsn: str, cli) -> None:
+    write_tree(tmp_path / "shop", SAMPLE_REPO)
+    assert cli("index", str(tmp_path / "shop"), "--repo", "webshop").code == 0
+    elsewhere = tmp_path / "laptop"
+    elsewhere.mkdir()
+    # a reader in any folder searches what the indexer committed, and never writes its own folder
+    result = cli("search", "charge credit card", "--repo", "webshop", "-k", "3", cwd=elsewhere)
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[0].startswith("webshop:src/shop/payment.py:")
+    assert cli("search", "charge", "--json", cwd=elsewhere).json()["hits"][0]["repo"] == "webshop"
+    status = cli("status", str(tmp_path / "shop"), "--repo", "webshop")
+    assert "repository webshop" in status.out and "***" not in team_dsn
+    bad = cli("search", "x", "--repo", "nope", cwd=elsewhere)
+    assert bad.code == 2 and "no repository named nope" in bad.err and "webshop" in bad.err
+
+
+def test_unreachable_server_is_one_line_naming_the_setting(tmp_path: Path, monkeypatch, cli) -> None:
+    monkeypatch.setenv("CODEWHERE_DSN", "postgresql://someone:secret@127.0.0.1:1/nothing")
+    write_tree(tmp_path / "shop", SAMPLE_REPO)
+    result = cli("index", str(tmp_path / "shop"))
+    assert result.code == 2
+    assert "cannot connect to PostgreSQL" in result.err and "CODEWHERE_DSN" in result.err
+    assert "secret" not in result.err and len(result.err.strip().splitlines()) == 1
+
+
+def test_newer_schema_is_refused(tmp_path: Path, team_dsn: str) -> None:
+    root = write_tree(tmp_path / "shop", SAMPLE_REPO)
+    _open(root).close()
+    with psycopg.connect(team_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE codewhere.settings SET value = %s WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
+    with pytest.raises(IndexFileError, match="newer than this codewhere"):
+        _open(root)
+
+
+def test_the_schema_lives_in_its_own_namespace(tmp_path: Path, team_dsn: str) -> None:
+    with psycopg.connect(team_dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE public.files(id int)")  # someone else's table of the same name
+    with _open(write_tree(tmp_path / "shop", SAMPLE_REPO)) as index:
+        index.refresh(vectors=False)
+    with psycopg.connect(team_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM public.files").fetchone()[0] == 0
+
+
+def test_tsquery_text_quotes_user_text() -> None:
+    assert tsquery_text(TermQuery(("send", "o'brien"))) == "'send' | 'o' | 'brien'"
+    assert tsquery_text(TermQuery(("parse", "config"), "phrase")) == "'parse' <-> 'config'"
+    assert tsquery_text(TermQuery(("!!",))) == ""
+
+
+def test_redact_dsn() -> None:
+    assert redact_dsn("postgresql://me:hunter2@db:5432/code") == "postgresql://me:***@db:5432/code"
+    assert redact_dsn("host=db password=hunter2 dbname=code") == "host=db password=*** dbname=code"
