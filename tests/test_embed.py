@@ -33,7 +33,7 @@ def make_tiny_model2vec(folder: Path, dim: int = 16, seed: int = 0) -> Path:
 
 @pytest.fixture
 def default_model(shared_models_dir: Path):
-    return registry.load_embedder("default", shared_models_dir)
+    return registry.load_embedder("default", Settings(cache_dir=shared_models_dir, models_dir=shared_models_dir))
 
 
 # ---- the default model --------------------------------------------------------------------
@@ -56,7 +56,7 @@ def test_default_model_builds_offline_in_model2vec_format_and_is_reused(tmp_path
         raise AssertionError("the cached model was rebuilt")
 
     monkeypatch.setattr(distill, "build_static_model", must_not_build)
-    again = registry.load_embedder("default", tmp_path)
+    again = registry.load_embedder("default", Settings(cache_dir=tmp_path, models_dir=tmp_path))
     assert again.info == ours.info
 
 
@@ -104,13 +104,13 @@ def test_local_model2vec_folder_matches_model2vecs_own_loader(tmp_path: Path) ->
 def test_unknown_hub_model_fails_with_a_hint_when_offline(monkeypatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelError) as err:
-        registry.load_embedder("nobody-here/no-such-model-xyz", Path("/nonexistent"))
+        registry.load_embedder("nobody-here/no-such-model-xyz", Settings(cache_dir=Path("/nonexistent")))
     assert "local model folder" in err.value.hint
 
 
 def test_missing_local_folder_is_a_model_error(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match="not found"):
-        registry.load_embedder(str(tmp_path / "nope"), tmp_path)
+        registry.load_embedder(str(tmp_path / "nope"), Settings(cache_dir=tmp_path))
 
 
 # ---- vectors in the index -----------------------------------------------------------------

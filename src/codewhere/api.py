@@ -12,7 +12,7 @@ from typing import Self
 from codewhere import graph, indexer
 from codewhere.chunk import CHUNKERS
 from codewhere.config import Settings
-from codewhere.embed import Embedder
+from codewhere.embed import Embedder, cross_encoder
 from codewhere.embed.registry import DEFAULT_MODEL, BuildProgress, load_embedder
 from codewhere.errors import (
     IndexBusyError,
@@ -120,20 +120,12 @@ class Index:
         `store` picks sqlite or postgres (default: postgres when CODEWHERE_DSN is set); `repo`
         names the folder's repository in a shared index (default: the folder's name).
         """
-        settings = settings or Settings.from_env()
-        if model:
-            settings = replace(settings, model=model)
-        if chunker:
-            settings = replace(settings, chunker=chunker)
-        if store:
-            settings = replace(settings, store=store)
-        if repo:
-            settings = replace(settings, repo=repo)
+        root = resolve_root(path)
+        settings = (settings or Settings.load(root)).with_flags(model=model, chunker=chunker, store=store, repo=repo)
         if settings.chunker not in CHUNKERS:
             raise QueryError(f"unknown chunker {settings.chunker!r}", f"use one of: {', '.join(CHUNKERS)}")
-        root = resolve_root(path)
-        store = open_store(settings, root, Path(index_path) if index_path else None, rebuild)
-        return cls(root, store, settings, embedder)
+        opened = open_store(settings, root, Path(index_path) if index_path else None, rebuild)
+        return cls(root, opened, settings, embedder)
 
     def close(self) -> None:
         self.store.close()
@@ -154,7 +146,7 @@ class Index:
     def embedder(self) -> Embedder:
         """The embedding model, loaded once, and refused if the index was built with another."""
         if self._embedder is None:
-            self._embedder = load_embedder(self.model_name, self.settings.model_cache, self.model_build_progress)
+            self._embedder = load_embedder(self.model_name, self.settings, self.model_build_progress)
         self._check_model(self._embedder)
         return self._embedder
 
@@ -229,6 +221,7 @@ class Index:
         disabled_signals: Sequence[str] = (),
         kinds: Sequence[str] | None = None,
         repos: Sequence[str] = (),
+        rerank: bool = True,
     ) -> list[Hit]:
         """Search the index. `disabled_signals` names ranking signals to switch off ("all" for
         plain RRF fusion); see search/signals.py. `repos` limits a shared index to those
@@ -246,7 +239,17 @@ class Index:
             filters = replace(filters, exclude_kinds=tuple(k for k in FileKind if k not in wanted))
         mode = Mode(mode)
         embedder = None if mode is Mode.KEYWORD else self.embedder()
-        return engine.search(self.store, query, k, mode, filters, embedder, signal_set(disabled_signals))
+        off = signal_set(disabled_signals)
+        reranker = self.reranker() if rerank else None
+        try:
+            return engine.search(self.store, query, k, mode, filters, embedder, off, reranker, self.settings.rerank_top_n)
+        except engine.RerankFailed as exc:
+            cross_encoder.mark_failed(self.settings.reranker or "", str(exc))
+            return engine.search(self.store, query, k, mode, filters, embedder, off)
+
+    def reranker(self) -> cross_encoder.CrossEncoderScorer | None:
+        """The configured cross-encoder, loaded once per process; None when off or unavailable."""
+        return cross_encoder.load_reranker(self.settings.reranker) if self.settings.reranker else None
 
     def evaluate(
         self,

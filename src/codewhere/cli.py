@@ -21,7 +21,8 @@ from rich.progress import (
 )
 
 from codewhere import __version__, render
-from codewhere.api import DEFAULT_K, EVAL_DEPTH, EVAL_METHODS, Index, eval_method
+from codewhere.api import DEFAULT_K, EVAL_DEPTH, EVAL_METHODS, Index, eval_method, resolve_root
+from codewhere.config import Settings
 from codewhere.chunk import CHUNKERS
 from codewhere.errors import CodewhereError, QueryError
 from codewhere.eval_report import html_report
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude-docs", action="store_true", help="leave documentation out")
     p.add_argument("--no-signal", action="append", default=[], metavar="NAME",
                    help=f"switch a ranking signal off (repeatable): {', '.join(SIGNALS)}, or all")
+    p.add_argument("--no-rerank", action="store_true", help="skip the configured cross-encoder re-ranker")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_index_options(p, repo_filter=True)
 
@@ -135,6 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print-config", choices=["claude", "cursor", "codex", "vscode"],
                    help="print the client configuration snippet instead of serving")
     p.add_argument("--index", metavar="FILE", help="index file (one served folder only)")
+
+    p = sub.add_parser("config", help="print the effective settings and where each came from")
+    p.add_argument("path", nargs="?", default=".", help="folder whose codewhere.toml counts (default: .)")
+    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("status", help="describe a folder's index")
     p.add_argument("path", nargs="?", default=".")
@@ -213,7 +219,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         hits = index.search(
             args.query, k=args.k, mode=args.mode, scopes=args.scope,
             exclude_tests=args.exclude_tests, exclude_docs=args.exclude_docs, disabled_signals=args.no_signal,
-            repos=args.repo,
+            repos=args.repo, rerank=not args.no_rerank,
         )
         if args.json:
             print(render.hits_json(args.query, index.root, hits))
@@ -222,6 +228,18 @@ def _cmd_search(args: argparse.Namespace) -> int:
             if not hits:
                 err_console.print(f"no hits for {args.query!r}", highlight=False)
     return EXIT_HITS if hits else EXIT_NO_HITS
+
+
+def _cmd_config(args: argparse.Namespace) -> int:
+    settings = Settings.load(resolve_root(args.path))
+    rows = settings.effective()
+    if args.json:
+        print(json.dumps({key: {"value": str(v) if isinstance(v, Path) else v, "source": src, "env": env}
+                          for key, env, v, src in rows}))
+    else:
+        for key, env, value, source in rows:
+            print(f"{key:<26} {'' if value is None else value!s:<40} {source}{f'  (env {env})' if env and not source.startswith('env') else ''}")
+    return EXIT_HITS
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -347,6 +365,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
 COMMANDS = {
     "mcp": _cmd_mcp,
+    "config": _cmd_config,
     "index": _cmd_index, "search": _cmd_search, "eval": _cmd_eval, "status": _cmd_status,
     "refs": _cmd_graph, "callers": _cmd_graph, "callees": _cmd_graph, "impact": _cmd_graph,
     "outline": _cmd_outline, "symbols": _cmd_symbols, "graph-stats": _cmd_graph_stats,

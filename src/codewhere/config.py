@@ -1,14 +1,56 @@
-"""Where things live and the knobs that pick behaviour: defaults < CODEWHERE_* env < flags."""
+"""Where things live and the knobs that pick behaviour.
+
+Each setting comes from, in rising precedence: the built-in default, `codewhere.toml` in the user
+config dir, `codewhere.toml` at the indexed folder's root, a `CODEWHERE_*` env var, a flag.
+`Settings.sources` remembers which one won, for `codewhere config`.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import re
-from dataclasses import dataclass, replace
+import tomllib
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import platformdirs
+
+from codewhere.errors import CodewhereError
+
+CONFIG_FILE = "codewhere.toml"
+
+
+class ConfigError(CodewhereError):
+    pass
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # the Settings field
+    section: str  # the TOML table
+    key: str  # the TOML key
+    env: str | None
+    kind: type
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("cache_dir", "index", "cache_dir", "CODEWHERE_CACHE_DIR", Path),
+    Option("lock_wait_seconds", "index", "lock_wait_seconds", "CODEWHERE_LOCK_WAIT", float),
+    Option("chunker", "index", "chunker", "CODEWHERE_CHUNKER", str),
+    Option("store", "index", "store", "CODEWHERE_STORE", str),
+    Option("dsn", "index", "dsn", "CODEWHERE_DSN", str),
+    Option("repo", "index", "repo", "CODEWHERE_REPO", str),
+    Option("model", "embedder", "model", "CODEWHERE_MODEL", str),
+    Option("models_dir", "embedder", "models_dir", "CODEWHERE_MODELS_DIR", Path),
+    Option("max_seq_length", "embedder", "max_seq_length", "CODEWHERE_MAX_SEQ_LENGTH", int),
+    Option("embed_base_url", "embedder", "base_url", "CODEWHERE_EMBED_BASE_URL", str),
+    Option("embed_api_key_env", "embedder", "api_key_env", "CODEWHERE_EMBED_API_KEY_ENV", str),
+    Option("embed_batch_size", "embedder", "batch_size", None, int),
+    Option("embed_timeout_seconds", "embedder", "timeout_seconds", None, float),
+    Option("reranker", "reranker", "model", "CODEWHERE_RERANKER", str),
+    Option("rerank_top_n", "reranker", "top_n", "CODEWHERE_RERANK_TOP_N", int),
+)
 
 
 @dataclass(frozen=True)
@@ -21,37 +63,98 @@ class Settings:
     store: str | None = None  # "sqlite" or "postgres"; None: postgres when a DSN is set, else sqlite
     dsn: str | None = None  # PostgreSQL connection string of a shared (team) index
     repo: str | None = None  # the repository's name in a shared index; default: the folder's name
-
-    @property
-    def store_kind(self) -> str:
-        return self.store or ("postgres" if self.dsn else "sqlite")
+    max_seq_length: int | None = None  # transformer embedders: tokens per chunk (default: the model's)
+    embed_base_url: str = "http://localhost:11434/v1"  # openai:MODEL embedders
+    embed_api_key_env: str | None = None  # the NAME of the env var holding the endpoint's key
+    embed_batch_size: int = 64
+    embed_timeout_seconds: float = 60.0
+    reranker: str | None = None  # a cross-encoder re-scoring the top candidates; None: off
+    rerank_top_n: int = 50
+    sources: dict[str, str] = field(default_factory=dict, compare=False)  # setting → where it came from
 
     @property
     def model_cache(self) -> Path:
         return self.models_dir or self.cache_dir / "models"
 
+    @property
+    def store_kind(self) -> str:
+        return self.store or ("postgres" if self.dsn else "sqlite")
+
     @classmethod
     def from_env(cls) -> Settings:
-        cache = os.environ.get("CODEWHERE_CACHE_DIR") or platformdirs.user_cache_dir("codewhere")
-        settings = cls(cache_dir=Path(cache))
-        if wait := os.environ.get("CODEWHERE_LOCK_WAIT"):
-            settings = replace(settings, lock_wait_seconds=float(wait))
-        if models := os.environ.get("CODEWHERE_MODELS_DIR"):
-            settings = replace(settings, models_dir=Path(models))
-        if chunker := os.environ.get("CODEWHERE_CHUNKER"):
-            settings = replace(settings, chunker=chunker)
-        if model := os.environ.get("CODEWHERE_MODEL"):
-            settings = replace(settings, model=model)
-        if store := os.environ.get("CODEWHERE_STORE"):
-            settings = replace(settings, store=store)
-        if dsn := os.environ.get("CODEWHERE_DSN"):
-            settings = replace(settings, dsn=dsn)
-        if repo := os.environ.get("CODEWHERE_REPO"):
-            settings = replace(settings, repo=repo)
-        return settings
+        return cls.load(None)
+
+    @classmethod
+    def load(cls, root: Path | None) -> Settings:
+        """Defaults < user config file < the root's codewhere.toml < env vars."""
+        settings = cls(cache_dir=Path(platformdirs.user_cache_dir("codewhere")))
+        sources = {o.name: "default" for o in OPTIONS}
+        files = [Path(platformdirs.user_config_dir("codewhere")) / CONFIG_FILE]
+        if root is not None:
+            files.append(root / CONFIG_FILE)
+        for file in files:
+            if file.is_file():
+                settings = _apply_file(settings, file, sources)
+        for option in OPTIONS:
+            if option.env and (raw := os.environ.get(option.env)):
+                settings = replace(settings, **{option.name: _convert(option, raw, f"${option.env}")})
+                sources[option.name] = f"env {option.env}"
+        return replace(settings, sources=sources)
+
+    def with_flags(self, **values: object) -> Settings:
+        """Command-line values (None: not given) over everything else."""
+        given = {k: v for k, v in values.items() if v is not None}
+        if not given:
+            return self
+        return replace(self, **given, sources={**self.sources, **{k: "flag" for k in given}})
 
     def index_path_for(self, root: Path) -> Path:
         """One index per absolute root path, in the cache dir: nothing is written in the repo."""
         digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
         name = re.sub(r"[^\w.-]", "_", root.name) or "root"
         return self.cache_dir / "indexes" / f"{name}-{digest}.sqlite"
+
+    def effective(self) -> list[tuple[str, str, object, str]]:
+        """(section.key, env var, value, source) of every setting, for `codewhere config`."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        out = []
+        for option in OPTIONS:
+            value = values[option.name]
+            if option.name == "dsn" and isinstance(value, str):
+                value = re.sub(r":[^:@/]+@", ":***@", value)
+            out.append((f"{option.section}.{option.key}", option.env or "", value, self.sources.get(option.name, "default")))
+        return out
+
+
+def _convert(option: Option, raw: object, where: str) -> object:
+    try:
+        if option.kind is Path:
+            return Path(str(raw)).expanduser()
+        if option.kind is str:
+            if not isinstance(raw, str):
+                raise TypeError
+            return raw
+        return option.kind(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"{option.section}.{option.key} in {where} must be {option.kind.__name__}, got {raw!r}", "fix the value"
+        ) from exc
+
+
+def _apply_file(settings: Settings, file: Path, sources: dict[str, str]) -> Settings:
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read {file}: {exc}", "fix the TOML syntax or remove the file") from exc
+    known = {(o.section, o.key): o for o in OPTIONS}
+    for section, table in data.items():
+        if not isinstance(table, dict):
+            raise ConfigError(f"{file}: `{section}` must be a table like [{section}]", "see README, Configuration")
+        for key, raw in table.items():
+            option = known.get((section, key))
+            if option is None:
+                names = ", ".join(sorted(f"{s}.{k}" for s, k in known))
+                raise ConfigError(f"{file}: unknown setting {section}.{key}", f"known settings: {names}")
+            settings = replace(settings, **{option.name: _convert(option, raw, str(file))})
+            sources[option.name] = str(file)
+    return settings

@@ -36,6 +36,8 @@ class IndexReport:
     files_unchanged: int = 0
     chunks_written: int = 0
     vectors_written: int = 0
+    texts_truncated: int = 0  # embedded texts longer than the model reads (transformer models)
+    truncated_at: int | None = None  # that limit, in tokens
     bytes_read: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
@@ -122,7 +124,11 @@ def refresh(
         with store.transaction():
             store.set_meta({"root": str(root), "last_change": str(time.time())})
     if embedder is not None:
+        before = getattr(embedder, "documents_truncated", None)
         report.vectors_written = fill_vectors(store, embedder, progress, drop_orphans=report.changed)
+        if before is not None:
+            report.texts_truncated = embedder.documents_truncated - before  # type: ignore[attr-defined]
+            report.truncated_at = getattr(embedder, "max_seq_length", None)
     report.seconds = time.perf_counter() - started
     return report
 

@@ -62,7 +62,8 @@ def report_lines(report: IndexReport, stats: StoreStats) -> list[str]:
         f"read: {report.bytes_read:,} bytes; chunks written: {report.chunks_written}; in index: {stats.chunks}; "
         f"vectors embedded: {report.vectors_written}",
         f"time: {report.seconds:.2f} s",
-    ]
+    ] + ([f"{report.texts_truncated} of {report.vectors_written} embedded texts truncated at {report.truncated_at} tokens"]
+         if report.truncated_at else [])
 
 
 def report_json(report: IndexReport, stats: StoreStats) -> str:
@@ -77,6 +78,8 @@ def report_json(report: IndexReport, stats: StoreStats) -> str:
             "bytes_read": report.bytes_read,
             "chunks_written": report.chunks_written,
             "vectors_written": report.vectors_written,
+            "texts_truncated": report.texts_truncated,
+            "truncated_at": report.truncated_at,
             "chunks": stats.chunks,
             "seconds": round(report.seconds, 4),
         }

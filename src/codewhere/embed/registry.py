@@ -9,6 +9,7 @@ from pathlib import Path
 from codewhere.embed import distill
 from codewhere.embed.base import Embedder
 from codewhere.embed.static import load_folder, load_hub
+from codewhere.config import Settings
 from codewhere.errors import ModelError
 from codewhere.locks import FileLock
 
@@ -35,9 +36,26 @@ def ensure_default_model(models_dir: Path, progress: BuildProgress | None = None
     return folder
 
 
-def load_embedder(name: str, models_dir: Path, progress: BuildProgress | None = None) -> Embedder:
+def load_embedder(name: str, settings: Settings, progress: BuildProgress | None = None) -> Embedder:
+    """`default`; `onnx:minilm` or `onnx:FOLDER`; `st:ID-or-FOLDER` (sentence-transformers);
+    `openai:MODEL` (an OpenAI-compatible endpoint); else a model2vec folder or Hugging Face id."""
     if name == DEFAULT_MODEL:
-        return load_folder(ensure_default_model(models_dir, progress), DEFAULT_MODEL)
+        return load_folder(ensure_default_model(settings.model_cache, progress), DEFAULT_MODEL)
+    provider, _, rest = name.partition(":")
+    if provider == "onnx" and rest:
+        from codewhere.embed.onnx import load_onnx
+
+        return load_onnx(rest, settings.max_seq_length)
+    if provider == "st" and rest:
+        from codewhere.embed.transformer import SentenceTransformerEmbedder
+
+        return SentenceTransformerEmbedder(rest, settings.max_seq_length)
+    if provider == "openai" and rest:
+        from codewhere.embed.remote import RemoteConfig, RemoteEmbedder
+
+        return RemoteEmbedder(rest, RemoteConfig(
+            settings.embed_base_url, settings.embed_api_key_env, settings.embed_batch_size, settings.embed_timeout_seconds,
+        ))
     path = Path(name).expanduser()
     if path.is_dir():
         return load_folder(path, str(path.resolve()))

@@ -9,6 +9,7 @@ from codewhere.embed import Embedder
 from codewhere.search import signals
 from codewhere.search.fuse import RRF_DEPTH, rrf
 from codewhere.search.keyword import bm25_ranking, definition_ranking
+from codewhere.search.rerank import PairScorer, rerank_text, reorder
 from codewhere.search.snippets import snippet
 from codewhere.store import Store
 from codewhere.tokens import compound
@@ -138,14 +139,36 @@ def to_hits(store: Store, ranked: list[Ranked], query: str) -> list[Hit]:
 
 def search(
     store: Store, query: str, k: int, mode: Mode, filters: Filters, embedder: Embedder | None = None,
-    disabled: frozenset[str] = frozenset(),
+    disabled: frozenset[str] = frozenset(), reranker: PairScorer | None = None, rerank_top_n: int = 0,
 ) -> list[Hit]:
+    """`reranker` re-scores the best `rerank_top_n` candidates; if it fails, the fused order stands."""
+    depth = max(k, rerank_top_n) if reranker else k
     if mode is Mode.KEYWORD:
-        ranked = keyword_ranked(store, query, k, filters)
+        ranked = keyword_ranked(store, query, depth, filters)
     elif embedder is None:
         raise ValueError(f"{mode.value} search needs an embedder")
     elif mode is Mode.SEMANTIC:
-        ranked = semantic_ranked(store, embedder, query, k, filters)
+        ranked = semantic_ranked(store, embedder, query, depth, filters)
     else:
-        ranked = hybrid_ranked(store, embedder, query, k, filters, disabled)
-    return to_hits(store, ranked, query)
+        ranked = hybrid_ranked(store, embedder, query, depth, filters, disabled)
+    if reranker is not None and ranked:
+        ranked = _reranked(store, reranker, query, ranked, rerank_top_n)
+    return to_hits(store, ranked[:k], query)
+
+
+class RerankFailed(Exception):
+    pass
+
+
+def _reranked(store: Store, reranker: PairScorer, query: str, ranked: list[Ranked], top_n: int) -> list[Ranked]:
+    head = ranked[:top_n]
+    chunks = store.get_chunks([r.chunk_id for r in head])
+    head = [r for r in head if r.chunk_id in chunks]
+    try:
+        scores = reranker.score(query, [rerank_text(chunks[r.chunk_id].path, chunks[r.chunk_id].text) for r in head])
+    except Exception as exc:  # noqa: BLE001 — a broken model must not break search
+        raise RerankFailed(f"{type(exc).__name__}: {exc}") from exc
+    by_id = {r.chunk_id: (r, s) for r, s in zip(head, scores, strict=True)}
+    order = reorder([r.chunk_id for r in head], scores)
+    out = [Ranked(cid, by_id[cid][1], {**by_id[cid][0].why, "rerank": round(by_id[cid][1], 4)}) for cid in order]
+    return out + ranked[top_n:]
