@@ -46,7 +46,8 @@ class SentenceTransformerEmbedder:
                              "pass a local folder, or a Hugging Face id with network access") from exc
         self.max_seq_length = max_seq_length or min(self.convention.max_seq_length, self._model.max_seq_length or 512)
         self._model.max_seq_length = self.max_seq_length
-        dim = int(self._model.get_sentence_embedding_dimension() or self._model.encode(["x"]).shape[1])
+        dimension = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        dim = int(dimension() or self._model.encode(["x"]).shape[1])
         weights = _folder_fingerprint(folder) if folder.is_dir() else json.dumps(name)
         self._info = ModelInfo(f"st:{source}", dim, f"st:{weights}:{self.max_seq_length}")
         self.documents_truncated = 0
