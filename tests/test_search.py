@@ -102,3 +102,9 @@ def test_rrf_is_rank_based_with_k_60_and_top_30() -> None:
     assert fused[0][2] == {"keyword": 3, "semantic": 1}
     deep = rrf({"a": list(range(100))})
     assert len(deep) == 30
+
+
+def test_like_escape_makes_wildcards_and_backslashes_literal() -> None:
+    from codewhere.store.base import like_escape
+
+    assert like_escape("a_b%c\\d") == "a\\_b\\%c\\\\d"

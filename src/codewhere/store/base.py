@@ -56,6 +56,11 @@ class StoreStats:
     meta: dict[str, str]
 
 
+def like_escape(text: str) -> str:
+    """`text` for a LIKE pattern with ESCAPE '\\': its own %, _ and backslashes match literally."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 CandidateRow = tuple[str, str, int, str, tuple[str, ...]]  # path, kind, start line, text, defined names
 
 

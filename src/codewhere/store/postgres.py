@@ -24,7 +24,7 @@ import psycopg
 from psycopg import sql
 
 from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError
-from codewhere.store.base import CandidateRow, ChunkAt, FileState, StoreStats
+from codewhere.store.base import CandidateRow, ChunkAt, FileState, StoreStats, like_escape
 from codewhere.types import (
     Chunk,
     Edge,
@@ -514,7 +514,7 @@ class PostgresStore:
         return self._symbol_rows("s.name = %s ORDER BY f.path, s.start_line", (name,))
 
     def symbols_qualified(self, qualified: str) -> list[SymbolRow]:
-        escaped = qualified.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        escaped = like_escape(qualified)
         return self._symbol_rows(
             "(s.qualified_name = %s OR s.qualified_name LIKE %s) ORDER BY f.path, s.start_line", (qualified, "%." + escaped)
         )
@@ -596,7 +596,7 @@ class PostgresStore:
         if filters.scopes:
             ors = []
             for scope in filters.scopes:
-                escaped = scope.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                escaped = like_escape(scope)
                 ors.append("(f.path = %s OR f.path LIKE %s)")
                 params += [scope, escaped + "/%"]
             clauses.append("(" + " OR ".join(ors) + ")")

@@ -18,7 +18,7 @@ import sqlite_vec
 
 from codewhere.errors import IndexFileError, ModelError, QueryError
 from codewhere.locks import index_writer_lock
-from codewhere.store.base import CandidateRow, ChunkAt, FileState, StoreStats
+from codewhere.store.base import CandidateRow, ChunkAt, FileState, StoreStats, like_escape
 from codewhere.types import (
     Chunk,
     Edge,
@@ -135,7 +135,7 @@ def _filter_sql(filters: Filters, file_alias: str = "f", repo: str = "") -> tupl
         ors = []
         for scope in filters.scopes:
             ors.append(f"({file_alias}.path = ? OR {file_alias}.path LIKE ? ESCAPE '\\')")
-            escaped = scope.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            escaped = like_escape(scope)
             params += [scope, escaped + "/%"]
         clauses.append("(" + " OR ".join(ors) + ")")
     if filters.exclude_kinds:
@@ -471,7 +471,7 @@ class SqliteStore:
     def symbols_qualified(self, qualified: str) -> list[SymbolRow]:
         return self._symbol_rows(
             "(s.qualified_name = ? OR s.qualified_name LIKE ? ESCAPE '\\') ORDER BY f.path, s.start_line",
-            (qualified, "%." + qualified.replace("%", "\\%").replace("_", "\\_")),
+            (qualified, "%." + like_escape(qualified)),
         )
 
     def symbols_at(self, path: str, line: int) -> list[SymbolRow]:
