@@ -12,7 +12,7 @@ from codewhere.search.keyword import bm25_ranking, definition_ranking
 from codewhere.search.rerank import PairScorer, rerank_text, reorder
 from codewhere.search.snippets import snippet
 from codewhere.store import Store
-from codewhere.tokens import compound
+from codewhere.tokens import compound, identifier_name, is_identifier_query
 from codewhere.types import FileKind, Filters, Hit, Mode
 
 
@@ -56,16 +56,17 @@ def hybrid_ranked(
     rankings = {
         "keyword": [cid for cid, _ in bm25_ranking(store, query, RRF_DEPTH, filters)],
         "semantic": [cid for cid, _ in store.vector_search(embedder.embed_query(query), RRF_DEPTH, filters)],
-        "names": definition_ranking(store, query, RRF_DEPTH, filters),
     }
     if disabled >= set(signals.SIGNALS):  # plain fusion: the baseline the signals are measured against
+        rankings["names"] = definition_ranking(store, query, RRF_DEPTH, filters)
         return [Ranked(cid, score, dict(ranks)) for cid, score, ranks in rrf(rankings)[:limit]]
     shape = signals.query_shape(query)
-    if "query-shape" not in disabled:  # single words (`Router`) are names too
-        defined = store.chunks_defining_names(sorted(shape.names), filters)
-        rankings["names"] = list(dict.fromkeys(
-            [*rankings["names"], *(cid for name in sorted(shape.names) for cid in defined.get(name, []))]
-        ))[:RRF_DEPTH]
+    # one lookup for the queried identifier and, with query-shape, every name-like word (`Router`)
+    own = identifier_name(query) if is_identifier_query(query) else None
+    extra = sorted(shape.names) if "query-shape" not in disabled else []
+    defined = store.chunks_defining_names(sorted({*extra, *([own] if own else [])}), filters)
+    names = list(dict.fromkeys(defined.get(own, [])))[:RRF_DEPTH] if own else []
+    rankings["names"] = list(dict.fromkeys([*names, *(cid for name in extra for cid in defined.get(name, []))]))[:RRF_DEPTH]
     weights = signals.fusion_weights(shape) if "query-shape" not in disabled else None
     fused = rrf(rankings, weights=weights)[: max(limit, signals.CANDIDATES)]
     candidates = _candidates(store, [(cid, score, dict(ranks)) for cid, score, ranks in fused], filters)

@@ -93,7 +93,9 @@ class Candidate:
     def rescored(self, factor: float, signal: str) -> Candidate:
         if factor == 1.0:
             return self
-        return replace(self, score=self.score * factor, why={**self.why, signal: round(factor, 3)})
+        # the constructor, not dataclasses.replace: this runs for every candidate and signal of every query
+        return Candidate(self.chunk_id, self.score * factor, self.path, self.kind, self.start_line, self.text_head,
+                         self.defines, {**self.why, signal: round(factor, 3)})
 
 
 def ordered(candidates: Sequence[Candidate]) -> list[Candidate]:
