@@ -49,6 +49,25 @@ def test_bundled_onnx_minilm_embeds_and_indexes(tmp_path: Path, open_sqlite_inde
     assert report.vectors_written > 0 and report.truncated_at == 256
     hits = index.search("pay with a credit card", mode="semantic", k=3)
     assert "src/shop/payment.py" in [h.path for h in hits]
+    index.close()
+    again = open_sqlite_index(root)  # no --model: the index's own model is loaded again
+    assert again.embedder().info == embedder.info
+    assert [h.path for h in again.search("pay with a credit card", mode="semantic", k=3)] == [h.path for h in hits]
+
+
+@needs_onnx
+def test_exported_onnx_folder_loads_like_the_bundled_file(tmp_path: Path) -> None:
+    from codewhere.embed.onnx import bundled_minilm_files, load_onnx
+
+    model_file, tokenizer_file = bundled_minilm_files()
+    folder = tmp_path / "exported"
+    folder.mkdir()
+    (folder / "model.onnx").symlink_to(model_file)
+    (folder / "tokenizer.json").symlink_to(tokenizer_file)
+    from_folder = load_onnx(str(folder), max_seq_length=128)
+    bundled = load_onnx("minilm", max_seq_length=128)
+    assert from_folder.info.id == f"onnx:{folder.resolve()}" and from_folder.info.fingerprint == bundled.info.fingerprint
+    assert np.allclose(from_folder.embed_query("retry on 429"), bundled.embed_query("retry on 429"), atol=1e-6)
 
 
 @needs_onnx
@@ -66,7 +85,7 @@ def test_truncation_is_counted_and_reported(tmp_path: Path, monkeypatch, cli) ->
 def test_model_guard_covers_onnx(tmp_path: Path, open_sqlite_index) -> None:
     root = write_tree(tmp_path / "repo", SAMPLE_REPO)
     open_sqlite_index(root, embedder=FakeEmbedder()).refresh()
-    with pytest.raises(ModelError, match="onnx:all-MiniLM"):
+    with pytest.raises(ModelError, match="onnx:minilm"):
         open_sqlite_index(root, model="onnx:minilm").refresh()
 
 

@@ -98,7 +98,8 @@ def load_onnx(spec: str, max_seq_length: int | None = None) -> OnnxEmbedder:
     """`minilm` (bundled) or a folder holding model.onnx and tokenizer.json."""
     if spec == BUNDLED_MINILM:
         model_file, tokenizer_file = bundled_minilm_files()
-        return OnnxEmbedder(model_file, tokenizer_file, "onnx:all-MiniLM-L6-v2-int8", max_seq_length)
+        # the id is what a later search without --model loads again, so it is the spec itself
+        return OnnxEmbedder(model_file, tokenizer_file, f"onnx:{BUNDLED_MINILM}", max_seq_length)
     folder = Path(spec).expanduser()
     if not folder.is_dir():
         raise ModelError(f"ONNX model folder {spec} not found", "pass onnx:minilm or onnx:/path/to/exported-model")
