@@ -5,16 +5,14 @@ things too. A repository is a row; files, chunks, symbols and edges belong to on
 shared across repositories (one per distinct chunk text, as in the SQLite store), so every
 repository in a database uses the same model.
 
-Keyword ranking is PostgreSQL full-text search over the same identifier-split tokens the SQLite
-store gives FTS5: `ts_rank` per query word, weighted by BM25's inverse document frequency
-(`ts_rank` alone has none), summed. It is not BM25: term frequency and length normalisation are
-`ts_rank`'s (README and BENCHMARKS show what that costs).
+Keyword ranking is PostgreSQL's `ts_rank` over the same identifier-split tokens the SQLite store
+gives FTS5; `ts_rank` has no inverse document frequency, so rare words count no more than common
+ones (README and BENCHMARKS show what that costs).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -150,15 +148,10 @@ def redact_dsn(dsn: str) -> str:
     return re.sub(r"password\s*=\s*\S+", "password=***", dsn)
 
 
-def tsquery_words(query: TermQuery) -> list[str]:
-    """Each word of the terms quoted for `to_tsquery`, so no user text is operator syntax."""
-    words = [w for term in query.terms for w in re.findall(r"\w+", term.lower())]
-    return ["'" + w.replace("'", "''") + "'" for w in words]
-
-
 def tsquery_text(query: TermQuery) -> str:
-    """A `to_tsquery('simple', …)` argument joining the quoted words as the match asks."""
-    quoted = tsquery_words(query)
+    """A `to_tsquery('simple', …)` argument: each term quoted, so no user text is operator syntax."""
+    words = [w for term in query.terms for w in re.findall(r"\w+", term.lower())]
+    quoted = ["'" + w.replace("'", "''") + "'" for w in words]
     joiner = {"all": " & ", "phrase": " <-> "}.get(query.match, " | ")
     return joiner.join(quoted)
 
@@ -613,35 +606,16 @@ class PostgresStore:
         return "".join(f" AND {c}" for c in clauses), params
 
     def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:
-        """(chunk id, score) with score = Σ over query words of idf(word) × ts_rank(chunk, word):
-        BM25's inverse document frequency (over the chunks the filters let through) on top of
-        ts_rank, so a word found everywhere counts for little."""
-        words = list(dict.fromkeys(tsquery_words(query)))
-        if not words:
+        text = tsquery_text(query)
+        if not text:
             return []
         where, params = self._filter(filters)
         try:
-            counts = self._db.execute(
-                f"""SELECT w, (SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id
-                               WHERE c.fts @@ to_tsquery('simple', w) {where})
-                    FROM unnest(%s::text[]) AS w""",
-                (*params, words),
-            ).fetchall()
-            total_row = self._db.execute(
-                f"SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id WHERE TRUE {where}", params
-            ).fetchone()
-            total = int(total_row[0]) if total_row else 0
-            present = [(w, int(df)) for w, df in counts if df]
-            if not present:
-                return []
-            idf = [math.log(1 + (total - df + 0.5) / (df + 0.5)) for _, df in present]
             rows = self._db.execute(
-                f"""SELECT c.id, sum(t.idf * ts_rank(%s::float4[], c.fts, to_tsquery('simple', t.word), {RANK_NORMALISATION}))
-                           AS score
-                    FROM unnest(%s::text[], %s::float8[]) AS t(word, idf)
-                    JOIN chunks c ON c.fts @@ to_tsquery('simple', t.word) JOIN files f ON f.id = c.file_id
-                    WHERE TRUE {where} GROUP BY c.id ORDER BY score DESC, c.id LIMIT %s""",
-                (RANK_WEIGHTS, [w for w, _ in present], idf, *params, limit),
+                f"""SELECT c.id, ts_rank(%s::float4[], c.fts, q, {RANK_NORMALISATION}) AS score
+                    FROM chunks c JOIN files f ON f.id = c.file_id, to_tsquery('simple', %s) q
+                    WHERE c.fts @@ q {where} ORDER BY score DESC, c.id LIMIT %s""",
+                (RANK_WEIGHTS, text, *params, limit),
             ).fetchall()
         except psycopg.errors.SyntaxError as exc:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
