@@ -161,7 +161,7 @@ def test_cli_index_and_search_a_team_database(tmp_path: Path, team_dsn: str, cli
     assert result.out.splitlines()[0].startswith("webshop:src/shop/payment.py:")
     assert cli("search", "charge", "--json", cwd=elsewhere).json()["hits"][0]["repo"] == "webshop"
     status = cli("status", str(tmp_path / "shop"), "--repo", "webshop")
-    assert "repository webshop" in status.out and "***" not in team_dsn
+    assert "repository webshop" in status.out and "repositories in this database: webshop" in status.out
     bad = cli("search", "x", "--repo", "nope", cwd=elsewhere)
     assert bad.code == 2 and "no repository named nope" in bad.err and "webshop" in bad.err
 
@@ -202,3 +202,12 @@ def test_tsquery_text_quotes_user_text() -> None:
 def test_redact_dsn() -> None:
     assert redact_dsn("postgresql://me:hunter2@db:5432/code") == "postgresql://me:***@db:5432/code"
     assert redact_dsn("host=db password=hunter2 dbname=code") == "host=db password=*** dbname=code"
+
+
+def test_mcp_hits_from_a_shared_index_name_their_repository() -> None:
+    from codewhere.mcp_server import _hit_dict
+    from codewhere.types import FileKind, Hit
+
+    hit = Hit("src/app.py", 3, 9, 0.5, FileKind.CODE, "python", "def main():", {}, "webshop")
+    assert _hit_dict(hit, 3, redact_secrets=True)["location"] == "webshop:src/app.py:3-9"
+    assert _hit_dict(Hit("a.py", 1, 2, 0.1, FileKind.CODE, "python", ""), 3, True)["location"] == "a.py:1-2"

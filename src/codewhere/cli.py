@@ -245,10 +245,11 @@ def _cmd_config(args: argparse.Namespace) -> int:
 def _cmd_status(args: argparse.Namespace) -> int:
     with _open(args) as index:
         stats = index.status()
+        repositories = index.repositories() if index.shared else None
         if args.json:
-            print(render.status_json(index.root, index.store.location, stats))
+            print(render.status_json(index.root, index.store.location, stats, repositories))
         else:
-            for line in render.status_lines(index.root, index.store.location, stats):
+            for line in render.status_lines(index.root, index.store.location, stats, repositories):
                 print(line)
     return EXIT_HITS
 

@@ -70,7 +70,7 @@ def size_hits(hits: list[Hit], max_tokens: int, redact_secrets: bool) -> dict[st
 def _hit_dict(hit: Hit, lines: int, redact_secrets: bool) -> dict[str, Any]:
     snippet = "\n".join(hit.snippet.split("\n")[:lines])[:SNIPPET_BYTES] if lines else ""
     return {
-        "location": f"{hit.path}:{hit.start_line}-{hit.end_line}",
+        "location": f"{hit.repo + ':' if hit.repo else ''}{hit.path}:{hit.start_line}-{hit.end_line}",
         "kind": hit.kind.value,
         "score": hit.score,
         "snippet": redact(snippet) if redact_secrets else snippet,

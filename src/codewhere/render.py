@@ -86,11 +86,12 @@ def report_json(report: IndexReport, stats: StoreStats) -> str:
     )
 
 
-def status_json(root: Path, index_path: str, stats: StoreStats) -> str:
+def status_json(root: Path, index_path: str, stats: StoreStats, repositories: list[str] | None = None) -> str:
     return json.dumps(
         {
             "root": str(root),
             "index": str(index_path),
+            **({"repositories": repositories} if repositories is not None else {}),
             "files": stats.files,
             "chunks": stats.chunks,
             "bytes": stats.bytes,
@@ -102,12 +103,13 @@ def status_json(root: Path, index_path: str, stats: StoreStats) -> str:
     )
 
 
-def status_lines(root: Path, index_path: str, stats: StoreStats) -> list[str]:
+def status_lines(root: Path, index_path: str, stats: StoreStats, repositories: list[str] | None = None) -> list[str]:
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.kinds.items()))
     langs = ", ".join(f"{lang or 'other'} {n}" for lang, n in list(stats.languages.items())[:8])
     return [
         f"root: {root}",
         f"index: {index_path}",
+        *([f"repositories in this database: {', '.join(repositories) or 'none yet'}"] if repositories is not None else []),
         f"files: {stats.files} ({kinds}); {stats.bytes:,} bytes; chunks: {stats.chunks}",
         f"languages: {langs}",
         *(f"{key}: {value}" for key, value in sorted(stats.meta.items()) if key not in {"created_at", "last_change"}),
