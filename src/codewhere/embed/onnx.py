@@ -17,7 +17,9 @@ from codewhere.errors import ModelError
 from codewhere.types import ModelInfo
 
 BUNDLED_MINILM = "minilm"
-BATCH_SIZE = 32
+# Texts per onnxruntime call. Measured on requests (910 texts, 2 cores): 32 → 45.6 s, 1,594 MB peak;
+# 16 → 30.4 s, 901 MB; 8 → 31.6 s, 597 MB; 4 → 31.6 s, 409 MB. Padding long batches costs both.
+BATCH_SIZE = 4
 INSTALL_HINT = "pip install 'codewhere[onnx]'"
 
 
