@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import from_git, requests_corpus  # noqa: E402
+from corpora import from_git, from_sdist, requests_corpus  # noqa: E402
 from semble_bench import SHARED, mirror_for  # noqa: E402
 
 from codewhere.api import Index  # noqa: E402
@@ -42,6 +42,8 @@ STUDY = SHARED.parent / "bench" / "requests-seed.json"
 def corpora(args: argparse.Namespace) -> list[tuple[str, Path, list]]:
     """(name, root, semble queries or None) for requests and each available semble repo."""
     out: list[tuple[str, Path, list]] = [("requests-study", requests_corpus(args.requests_mirror), [])]
+    if args.django:  # index throughput on a big repository; no queries
+        out.append(("django", from_sdist("Django", "5.1.4"), []))
     for spec in json.loads((SHARED / "repos.json").read_text()):
         if spec["name"] not in args.repo:
             continue
@@ -70,7 +72,11 @@ def index_and_score(settings: Settings, name: str, root: Path, queries: list) ->
             "files": report.files_kept, "chunks": index.status().chunks, "index_s": round(seconds, 2),
             "files_per_s": round(report.files_kept / seconds, 1), "chunks_per_s": round(index.status().chunks / seconds, 1),
         }
-        if name == "requests-study":
+        if name == "django":
+            started = time.perf_counter()
+            index.refresh()
+            row["unchanged_refresh_s"] = round(time.perf_counter() - started, 2)
+        elif name == "requests-study":
             for method, summary in index.evaluate(load_query_file(STUDY), ["keyword", "hybrid"]).summary().items():
                 row[f"study_{method}_top5_top10"] = f"{summary.top5}/{summary.top10}"
         else:
@@ -124,7 +130,8 @@ def main() -> None:
     parser.add_argument("--requests-mirror", default=None)
     parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
     parser.add_argument("--repo", action="append", default=[], help="semble repos to add (repeatable)")
-    parser.add_argument("--searchers", type=int, default=8)
+    parser.add_argument("--django", action="store_true", help="also index Django 5.1.4 (throughput only)")
+    parser.add_argument("--searchers", type=int, default=8, help="0: skip the concurrent-latency part")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args()
@@ -153,7 +160,7 @@ def main() -> None:
     study = load_query_file(STUDY).queries
     work = [("requests-study", items[0][1], q.query) for q in study]
     work += [(name, root, q.query) for name, root, queries in items[1:] for q in queries]
-    for store, settings in stores.items():
+    for store, settings in stores.items() if args.searchers else ():
         report[store]["concurrent"] = concurrent_latency(settings, work, args.searchers, args.rounds)
         print(f"{store:<8} {args.searchers} searchers: {json.dumps(report[store]['concurrent'])}", file=sys.stderr, flush=True)
     for store in stores:
