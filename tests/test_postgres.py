@@ -211,3 +211,14 @@ def test_mcp_hits_from_a_shared_index_name_their_repository() -> None:
     hit = Hit("src/app.py", 3, 9, 0.5, FileKind.CODE, "python", "def main():", {}, "webshop")
     assert _hit_dict(hit, 3, redact_secrets=True)["location"] == "webshop:src/app.py:3-9"
     assert _hit_dict(Hit("a.py", 1, 2, 0.1, FileKind.CODE, "python", ""), 3, True)["location"] == "a.py:1-2"
+
+
+def test_a_dropped_connection_is_one_line_not_a_traceback(tmp_path: Path, team_dsn: str) -> None:
+    with _open(write_tree(tmp_path / "shop", SAMPLE_REPO), embedder=FakeEmbedder()) as index:
+        index.refresh()
+        pid = index.store._db.info.backend_pid  # noqa: SLF001 — the test plays the server's side
+        with psycopg.connect(team_dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(IndexFileError, match="lost the connection to PostgreSQL") as info:
+            index.search("charge credit card")
+        assert "check that the server is up" in info.value.hint

@@ -12,10 +12,12 @@ ones (README and BENCHMARKS show what that costs).
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
 
@@ -160,6 +162,31 @@ def _vector_literal(vector: np.ndarray) -> str:
     return "[" + ",".join(map(repr, np.asarray(vector, np.float32).astype(float).tolist())) + "]"
 
 
+def _lost_connection_is_one_line(cls: type) -> type:
+    """A server that restarts or drops the connection mid-command is an operational fact, not a
+    bug: every public method turns psycopg's OperationalError into an IndexFileError."""
+
+    def guard(method: Callable[..., object]) -> Callable[..., object]:
+        @functools.wraps(method)
+        def guarded(self: PostgresStore, *args: object, **kwargs: object) -> object:
+            try:
+                return method(self, *args, **kwargs)
+            except psycopg.OperationalError as exc:
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise IndexFileError(
+                    f"lost the connection to PostgreSQL at {redact_dsn(self.dsn)}: {first}",
+                    "check that the server is up, then run the command again",
+                ) from exc
+
+        return guarded
+
+    for name, member in list(vars(cls).items()):
+        if inspect.isfunction(member) and not name.startswith("_"):
+            setattr(cls, name, guard(member))
+    return cls
+
+
+@_lost_connection_is_one_line
 class PostgresStore:
     """Repository `repo` of the codewhere index in a PostgreSQL database."""
 
