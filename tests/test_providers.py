@@ -376,3 +376,30 @@ def test_default_search_never_imports_torch(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "none"
+
+
+def test_a_cross_encoder_failing_at_scoring_time_is_marked_failed_once(caplog) -> None:
+    class Exploding:
+        def predict(self, *args: object, **kwargs: object) -> list[float]:
+            raise RuntimeError("CUDA out of memory")
+
+    scorer = cross_encoder.CrossEncoderScorer.__new__(cross_encoder.CrossEncoderScorer)
+    scorer.name, scorer._model = "exploding-test-model", Exploding()
+    with caplog.at_level("WARNING"):
+        assert scorer.score("q", ["a", "b"]) is None
+        assert scorer.score("q", ["a"]) is None  # not retried
+    assert cross_encoder.load_state("exploding-test-model") == "failed"
+    assert sum("CUDA out of memory" in r.message for r in caplog.records) == 1
+
+
+def test_a_scorer_without_scores_keeps_the_fused_order(tmp_path: Path, open_sqlite_index, monkeypatch) -> None:
+    index = open_sqlite_index(write_tree(tmp_path / "repo", SAMPLE_REPO), embedder=FakeEmbedder())
+    index.refresh()
+    plain = [(h.path, h.why) for h in index.search("charge credit card", k=5, rerank=False)]
+
+    class NoScores:
+        def score(self, query: str, texts: list[str]) -> None:
+            return None
+
+    monkeypatch.setattr(index, "reranker", lambda: NoScores())
+    assert [(h.path, h.why) for h in index.search("charge credit card", k=5)] == plain

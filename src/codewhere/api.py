@@ -241,11 +241,7 @@ class Index:
         embedder = None if mode is Mode.KEYWORD else self.embedder()
         off = signal_set(disabled_signals)
         reranker = self.reranker() if rerank else None
-        try:
-            return engine.search(self.store, query, k, mode, filters, embedder, off, reranker, self.settings.rerank_top_n)
-        except engine.RerankFailed as exc:
-            cross_encoder.mark_failed(self.settings.reranker or "", str(exc))
-            return engine.search(self.store, query, k, mode, filters, embedder, off)
+        return engine.search(self.store, query, k, mode, filters, embedder, off, reranker, self.settings.rerank_top_n)
 
     def reranker(self) -> cross_encoder.CrossEncoderScorer | None:
         """The configured cross-encoder, loaded once per process; None when off or unavailable."""

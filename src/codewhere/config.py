@@ -11,8 +11,9 @@ import hashlib
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
 
@@ -23,6 +24,16 @@ CONFIG_FILE = "codewhere.toml"
 
 class ConfigError(CodewhereError):
     pass
+
+
+def redact_dsn(dsn: str) -> str:
+    """A PostgreSQL connection string without its password, for messages and `codewhere config`."""
+    if "://" in dsn:
+        parts = urlsplit(dsn)
+        if parts.password:
+            return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@")))
+        return dsn
+    return re.sub(r"password\s*=\s*\S+", "password=***", dsn)
 
 
 @dataclass(frozen=True)
@@ -116,12 +127,11 @@ class Settings:
 
     def effective(self) -> list[tuple[str, str, object, str]]:
         """(section.key, env var, value, source) of every setting, for `codewhere config`."""
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
         out = []
         for option in OPTIONS:
-            value = values[option.name]
+            value = getattr(self, option.name)
             if option.name == "dsn" and isinstance(value, str):
-                value = re.sub(r":[^:@/]+@", ":***@", value)
+                value = redact_dsn(value)
             out.append((f"{option.section}.{option.key}", option.env or "", value, self.sources.get(option.name, "default")))
         return out
 

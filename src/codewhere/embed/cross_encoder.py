@@ -24,10 +24,17 @@ class CrossEncoderScorer:
         self.name = name
         self._model = CrossEncoder(str(folder.resolve()) if folder.is_dir() else name, device="cpu", max_length=MAX_LENGTH)
 
-    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+    def score(self, query: str, texts: Sequence[str]) -> list[float] | None:
+        """Scores, or None once the model has failed (then it stays failed in this process)."""
+        if self.name in _FAILED:
+            return None
         if not texts:
             return []
-        scores = self._model.predict([(query, t) for t in texts], batch_size=16, show_progress_bar=False)
+        try:
+            scores = self._model.predict([(query, t) for t in texts], batch_size=16, show_progress_bar=False)
+        except Exception as exc:  # noqa: BLE001 — a broken model must not break search
+            mark_failed(self.name, f"{type(exc).__name__}: {exc}")
+            return None
         return [float(s) for s in scores]
 
 

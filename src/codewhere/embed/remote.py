@@ -44,7 +44,9 @@ class RemoteEmbedder:
             if not self._key:
                 raise ModelError(f"the API key variable {config.api_key_env} is not set", f"export {config.api_key_env}=…")
         self.requests_sent = 0
+        self._dim: int | None = None  # learnt from the first answer; every later one must match it
         dim = self._post(["dimension probe"]).shape[1]
+        self._dim = int(dim)
         self._info = ModelInfo(f"openai:{model}", int(dim), f"openai:{config.base_url.rstrip('/')}:{model}")
 
     @property
@@ -89,9 +91,9 @@ class RemoteEmbedder:
             raise ModelError(f"{self.endpoint} did not answer in the OpenAI embeddings format", "check base_url") from exc
         if vectors.ndim != 2 or len(vectors) != len(texts):
             raise ModelError(f"{self.endpoint} returned {len(vectors)} vectors for {len(texts)} texts", "check the server")
-        if hasattr(self, "_info") and vectors.shape[1] != self._info.dim:
+        if self._dim is not None and vectors.shape[1] != self._dim:
             raise ModelError(
-                f"{self.endpoint} returned {vectors.shape[1]}-dimensional vectors, not {self._info.dim}",
+                f"{self.endpoint} returned {vectors.shape[1]}-dimensional vectors, not {self._dim}",
                 "the server changed models; run `codewhere index --rebuild`",
             )
         return normalise_rows(vectors)

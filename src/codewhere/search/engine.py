@@ -142,7 +142,7 @@ def search(
     store: Store, query: str, k: int, mode: Mode, filters: Filters, embedder: Embedder | None = None,
     disabled: frozenset[str] = frozenset(), reranker: PairScorer | None = None, rerank_top_n: int = 0,
 ) -> list[Hit]:
-    """`reranker` re-scores the best `rerank_top_n` candidates; if it fails, the fused order stands."""
+    """`reranker` re-scores the best `rerank_top_n` candidates; if it has no scores, the fused order stands."""
     depth = max(k, rerank_top_n) if reranker else k
     if mode is Mode.KEYWORD:
         ranked = keyword_ranked(store, query, depth, filters)
@@ -157,18 +157,13 @@ def search(
     return to_hits(store, ranked[:k], query)
 
 
-class RerankFailed(Exception):
-    pass
-
-
 def _reranked(store: Store, reranker: PairScorer, query: str, ranked: list[Ranked], top_n: int) -> list[Ranked]:
     head = ranked[:top_n]
     chunks = store.get_chunks([r.chunk_id for r in head])
     head = [r for r in head if r.chunk_id in chunks]
-    try:
-        scores = reranker.score(query, [rerank_text(chunks[r.chunk_id].path, chunks[r.chunk_id].text) for r in head])
-    except Exception as exc:  # noqa: BLE001 — a broken model must not break search
-        raise RerankFailed(f"{type(exc).__name__}: {exc}") from exc
+    scores = reranker.score(query, [rerank_text(chunks[r.chunk_id].path, chunks[r.chunk_id].text) for r in head])
+    if scores is None:
+        return ranked
     by_id = {r.chunk_id: (r, s) for r, s in zip(head, scores, strict=True)}
     order = reorder([r.chunk_id for r in head], scores)
     out = [Ranked(cid, by_id[cid][1], {**by_id[cid][0].why, "rerank": round(by_id[cid][1], 4)}) for cid in order]

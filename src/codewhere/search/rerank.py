@@ -9,7 +9,9 @@ MAX_CONTENT_BYTES = 2048  # what a cross-encoder reads of a chunk: the head hold
 
 
 class PairScorer(Protocol):
-    def score(self, query: str, texts: Sequence[str]) -> list[float]: ...
+    def score(self, query: str, texts: Sequence[str]) -> list[float] | None:
+        """One score per text, higher is better; None when the model failed (the fused order stands)."""
+        ...
 
 
 def rerank_text(path: str, text: str) -> str:

@@ -45,8 +45,7 @@ def _open_sqlite(settings: Settings, root: Path, index_path: Path | None, repo: 
     if rebuild and file.exists():
         if not (SqliteStore.is_codewhere_index(file) or file.is_relative_to(settings.cache_dir.resolve())):
             raise IndexFileError(f"{file} is not a codewhere index", "codewhere only deletes its own files; remove it yourself")
-        for suffix in ("", "-wal", "-shm"):
-            Path(f"{file}{suffix}").unlink(missing_ok=True)
+        SqliteStore.remove(file)
     return SqliteStore.open(file, repo)
 
 

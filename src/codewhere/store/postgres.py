@@ -19,12 +19,12 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import psycopg
 from psycopg import sql
 
+from codewhere.config import redact_dsn
 from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError
 from codewhere.store.base import CandidateRow, ChunkAt, FileState, StoreStats, like_escape
 from codewhere.types import (
@@ -53,6 +53,7 @@ CONNECT_TIMEOUT_SECONDS = 10
 # ts_rank weights for D, C, B, A: the path (B) counts for less than the body (A), as in SQLite's bm25.
 RANK_WEIGHTS = "{0, 0.1, 0.5, 1.0}"
 RANK_NORMALISATION = 1  # divide by 1 + log(document length): long chunks don't win by size
+MODEL_KEYS = ("model_id", "model_dim", "model_fingerprint")  # the database's model, in `settings`
 HNSW_OVERFETCH = 10  # a filtered KNN asks the HNSW index for this many times the rows, then filters
 
 # Each entry upgrades the schema by one version; an index never goes back.
@@ -139,15 +140,9 @@ _SYMBOL_COLUMNS = """s.id, f.path, s.name, s.qualified_name, s.kind, s.start_lin
 _EDGE_COLUMNS = "e.kind, e.source_id, e.target_id, e.target_name, e.resolution, f.path, e.line"
 
 
-def redact_dsn(dsn: str) -> str:
-    """The DSN without its password, for messages."""
-    if "://" in dsn:
-        parts = urlsplit(dsn)
-        if parts.password:
-            netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-            return urlunsplit(parts._replace(netloc=netloc))
-        return dsn
-    return re.sub(r"password\s*=\s*\S+", "password=***", dsn)
+def first_line(exc: BaseException) -> str:
+    """psycopg's messages run over several lines (DETAIL, HINT); an error line shows the first."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def tsquery_text(query: TermQuery) -> str:
@@ -172,9 +167,8 @@ def _lost_connection_is_one_line(cls: type) -> type:
             try:
                 return method(self, *args, **kwargs)
             except psycopg.OperationalError as exc:
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 raise IndexFileError(
-                    f"lost the connection to PostgreSQL at {redact_dsn(self.dsn)}: {first}",
+                    f"lost the connection to PostgreSQL at {redact_dsn(self.dsn)}: {first_line(exc)}",
                     "check that the server is up, then run the command again",
                 ) from exc
 
@@ -198,7 +192,7 @@ class PostgresStore:
         self.location = f"{redact_dsn(dsn)} (repository {repo})"
         self._db = connection
         self._repo_id: int | None = None
-        self._in_transaction = False
+        self._ef_search = 0  # the HNSW search breadth this connection has set
 
     # ---- opening -------------------------------------------------------------------------
 
@@ -210,9 +204,8 @@ class PostgresStore:
                 options=f"-c search_path={SCHEMA},public",
             )
         except psycopg.Error as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise IndexFileError(
-                f"cannot connect to PostgreSQL at {redact_dsn(dsn)}: {first}",
+                f"cannot connect to PostgreSQL at {redact_dsn(dsn)}: {first_line(exc)}",
                 "check CODEWHERE_DSN and that the server is running",
             ) from exc
         store = cls(dsn, repo, db)
@@ -264,9 +257,9 @@ class PostgresStore:
         with self.writer_lock(0.0), self.transaction():
             self._db.execute("DELETE FROM repos WHERE id = %s", (self._rid(),))
             self._repo_id = None
-            self._drop_orphans()
+            self.delete_orphan_vectors()
             if not self._db.execute("SELECT 1 FROM repos LIMIT 1").fetchone():
-                self._db.execute("DELETE FROM settings WHERE key LIKE 'model_%%'")
+                self._db.execute("DELETE FROM settings WHERE key = ANY(%s)", (list(MODEL_KEYS),))
 
     def close(self) -> None:
         self._db.close()
@@ -311,7 +304,7 @@ class PostgresStore:
             )
 
     def model(self) -> ModelInfo | None:
-        meta = dict(self._db.execute("SELECT key, value FROM settings WHERE key LIKE 'model_%%'").fetchall())
+        meta = dict(self._db.execute("SELECT key, value FROM settings WHERE key = ANY(%s)", (list(MODEL_KEYS),)).fetchall())
         if "model_fingerprint" not in meta:
             return None
         return ModelInfo(meta["model_id"], int(meta["model_dim"]), meta["model_fingerprint"])
@@ -455,14 +448,11 @@ class PostgresStore:
                 [(h, _vector_literal(v)) for h, v in zip(hashes, vectors, strict=True)],
             )
 
-    def _drop_orphans(self) -> int:
+    def delete_orphan_vectors(self) -> int:
         cur = self._db.execute(
             "DELETE FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)"
         )
         return cur.rowcount
-
-    def delete_orphan_vectors(self) -> int:
-        return self._drop_orphans()
 
     def vector_count(self) -> int:
         """Vectors this repository's chunks use."""
@@ -477,14 +467,16 @@ class PostgresStore:
 
     def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) of the nearest chunks, best first: the HNSW index first;
-        when filters leave too few of its rows, an exact scan of the filtered chunks."""
-        if self.model() is None:
-            return []
+        when filters leave too few of its rows, an exact scan of the filtered chunks. (Before a
+        model is bound the table is empty, and so is the answer.)"""
         literal = _vector_literal(query)
         where, params = self._filter(filters)
         fetch = limit if filters.is_empty() else limit * HNSW_OVERFETCH
         try:
-            self._db.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(max(100, min(fetch, 1000))),))
+            ef_search = max(100, min(fetch, 1000))
+            if ef_search != self._ef_search:  # a session setting: one round trip when it changes, not per query
+                self._db.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef_search),))
+                self._ef_search = ef_search
             rows = self._db.execute(
                 f"""WITH knn AS (SELECT content_hash, embedding <=> %s::vector AS distance FROM embeddings
                                  ORDER BY embedding <=> %s::vector LIMIT %s)

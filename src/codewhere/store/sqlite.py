@@ -206,8 +206,7 @@ class SqliteStore:
                 # The index is derived data: an older layout is rebuilt, not migrated.
                 log.warning("the index layout changed since %s was built; rebuilding it", path)
                 db.close()
-                for suffix in ("", "-wal", "-shm"):
-                    Path(f"{path}{suffix}").unlink(missing_ok=True)
+                cls.remove(path)
                 return cls.open(path, repo)
         except apsw.CorruptError as exc:
             db.close()
@@ -216,6 +215,12 @@ class SqliteStore:
             db.close()
             raise IndexFileError(f"the index {path} is locked by another process", "wait for it and retry") from exc
         return store
+
+    @staticmethod
+    def remove(path: Path) -> None:
+        """Delete the index file with its WAL and shared-memory files."""
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
 
     @staticmethod
     def is_codewhere_index(path: Path) -> bool:
