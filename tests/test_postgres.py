@@ -223,3 +223,25 @@ def test_a_dropped_connection_is_one_line_not_a_traceback(tmp_path: Path, team_d
         with pytest.raises(IndexFileError, match="lost the connection to PostgreSQL") as info:
             index.search("charge credit card")
         assert "check that the server is up" in info.value.hint
+
+
+def test_searchers_only_read_so_they_can_use_a_read_only_replica(tmp_path: Path, team_dsn: str) -> None:
+    root = write_tree(tmp_path / "shop", SAMPLE_REPO)
+    with _open(root, embedder=FakeEmbedder()) as index:
+        index.refresh()
+    database = psycopg.conninfo.conninfo_to_dict(team_dsn)["dbname"]
+    with psycopg.connect(team_dsn, autocommit=True) as admin:  # every new session is read-only, as on a standby
+        admin.execute(f"ALTER DATABASE {database} SET default_transaction_read_only = on")
+    with _open(root, embedder=FakeEmbedder()) as reader:
+        assert reader.search("charge credit card", k=3)[0].path == "src/shop/payment.py"
+        assert reader.callers("gateway_request")[1]
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            reader.store.set_meta({"x": "y"})
+
+
+def test_missing_psycopg_is_one_line_naming_the_extra(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "codewhere.store.postgres", None)  # as if psycopg could not be imported
+    monkeypatch.setenv("CODEWHERE_DSN", "postgresql://db/code")
+    with pytest.raises(IndexFileError, match="needs psycopg") as info:
+        _open(write_tree(tmp_path / "shop", SAMPLE_REPO))
+    assert info.value.hint == "pip install 'codewhere[postgres]'"

@@ -24,7 +24,12 @@ def open_store(settings: Settings, root: Path, index_path: Path | None = None, r
     if kind == "postgres":
         if not settings.dsn:
             raise IndexFileError("the postgres store needs a database", "set CODEWHERE_DSN=postgresql://user@host/dbname")
-        from codewhere.store.postgres import PostgresStore  # psycopg is an optional dependency
+        try:
+            from codewhere.store.postgres import PostgresStore  # psycopg is an optional dependency
+        except ImportError as exc:
+            raise IndexFileError(
+                "the postgres store needs psycopg, which is not installed", "pip install 'codewhere[postgres]'"
+            ) from exc
 
         store = PostgresStore.open(settings.dsn, repo)
         if rebuild:

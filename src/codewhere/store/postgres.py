@@ -213,18 +213,25 @@ class PostgresStore:
         store._repo_id = store._find_repo_id()
         return store
 
+    def _schema_version(self) -> int:
+        exists = self._db.execute(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = 'settings'", (SCHEMA,)
+        ).fetchone()
+        if not exists:
+            return 0
+        row = self._db.execute("SELECT value FROM settings WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
     def _migrate(self) -> None:
+        """Bring the schema to SCHEMA_VERSION. A current schema is only read, so searchers can
+        point at a read-only replica."""
+        if self._schema_version() == SCHEMA_VERSION:
+            return
         db = self._db
         with db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_NAMESPACE, MIGRATION_LOCK))
             db.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-            exists = db.execute(
-                "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = 'settings'", (SCHEMA,)
-            ).fetchone()
-            version = 0
-            if exists:
-                row = db.execute("SELECT value FROM settings WHERE key = 'schema_version'").fetchone()
-                version = int(row[0]) if row else 0
+            version = self._schema_version()  # again: another process may have migrated meanwhile
             if version > SCHEMA_VERSION:
                 raise IndexFileError(
                     f"the database schema is version {version}, newer than this codewhere ({SCHEMA_VERSION})",
