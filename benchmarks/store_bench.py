@@ -160,9 +160,10 @@ def main() -> None:
     study = load_query_file(STUDY).queries
     work = [("requests-study", items[0][1], q.query) for q in study]
     work += [(name, root, q.query) for name, root, queries in items[1:] for q in queries]
-    for store, settings in stores.items() if args.searchers else ():
-        report[store]["concurrent"] = concurrent_latency(settings, work, args.searchers, args.rounds)
-        print(f"{store:<8} {args.searchers} searchers: {json.dumps(report[store]['concurrent'])}", file=sys.stderr, flush=True)
+    if args.searchers:
+        for store, settings in stores.items():
+            report[store]["concurrent"] = concurrent_latency(settings, work, args.searchers, args.rounds)
+            print(f"{store:<8} {args.searchers} searchers: {json.dumps(report[store]['concurrent'])}", file=sys.stderr, flush=True)
     for store in stores:
         ndcgs = [row["ndcg10"] for name, row in report[store].items() if isinstance(row, dict) and "ndcg10" in row]
         if ndcgs:

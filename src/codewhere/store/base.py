@@ -61,6 +61,22 @@ def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+def impact_sql(symbol: str, depth: str) -> str:
+    """Walks call and inherit edges backwards from a symbol, up to `depth` edges; the caller keeps
+    each symbol's nearest distance. `symbol` and `depth` are each store's placeholders."""
+    return f"""
+WITH RECURSIVE walk(id, distance, via, path, line) AS (
+    SELECT e.source_id, 1, e.kind, f.path, e.line FROM edges e JOIN files f ON f.id = e.file_id
+    WHERE e.target_id = {symbol} AND e.kind IN ('call', 'inherit') AND e.source_id IS NOT NULL
+    UNION
+    SELECT e.source_id, w.distance + 1, e.kind, f.path, e.line
+    FROM walk w JOIN edges e ON e.target_id = w.id JOIN files f ON f.id = e.file_id
+    WHERE w.distance < {depth} AND e.kind IN ('call', 'inherit') AND e.source_id IS NOT NULL
+)
+SELECT id, distance, via, path, line FROM walk ORDER BY distance, path, line
+"""
+
+
 CandidateRow = tuple[str, str, int, str, tuple[str, ...]]  # path, kind, start line, text, defined names
 
 

@@ -26,7 +26,7 @@ from psycopg import sql
 
 from codewhere.config import redact_dsn
 from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError
-from codewhere.store.base import CandidateRow, ChunkAt, FileState, StoreStats, like_escape
+from codewhere.store.base import CandidateRow, ChunkAt, FileState, StoreStats, impact_sql, like_escape
 from codewhere.types import (
     Chunk,
     Edge,
@@ -123,17 +123,7 @@ MIGRATIONS: tuple[str, ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_IMPACT_SQL = """
-WITH RECURSIVE walk(id, distance, via, path, line) AS (
-    SELECT e.source_id, 1, e.kind, f.path, e.line FROM edges e JOIN files f ON f.id = e.file_id
-    WHERE e.target_id = %(id)s AND e.kind IN ('call', 'inherit') AND e.source_id IS NOT NULL
-    UNION
-    SELECT e.source_id, w.distance + 1, e.kind, f.path, e.line
-    FROM walk w JOIN edges e ON e.target_id = w.id JOIN files f ON f.id = e.file_id
-    WHERE w.distance < %(depth)s AND e.kind IN ('call', 'inherit') AND e.source_id IS NOT NULL
-)
-SELECT id, distance, via, path, line FROM walk ORDER BY distance, path, line
-"""
+_IMPACT_SQL = impact_sql(symbol="%(id)s", depth="%(depth)s")
 
 _SYMBOL_COLUMNS = """s.id, f.path, s.name, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature,
                      s.doc, s.parent, f.language"""

@@ -18,7 +18,7 @@ import sqlite_vec
 
 from codewhere.errors import IndexFileError, ModelError, QueryError
 from codewhere.locks import index_writer_lock
-from codewhere.store.base import CandidateRow, ChunkAt, FileState, StoreStats, like_escape
+from codewhere.store.base import CandidateRow, ChunkAt, FileState, StoreStats, impact_sql, like_escape
 from codewhere.types import (
     Chunk,
     Edge,
@@ -144,18 +144,7 @@ def _filter_sql(filters: Filters, file_alias: str = "f", repo: str = "") -> tupl
     return "".join(f" AND {c}" for c in clauses), params
 
 
-# Walks call and inherit edges backwards from a symbol; min distance per symbol is picked by the caller.
-_IMPACT_SQL = """
-WITH RECURSIVE walk(id, distance, via, path, line) AS (
-    SELECT e.source_id, 1, e.kind, f.path, e.line FROM edges e JOIN files f ON f.id = e.file_id
-    WHERE e.target_id = ?1 AND e.kind IN ('call', 'inherit') AND e.source_id IS NOT NULL
-    UNION
-    SELECT e.source_id, w.distance + 1, e.kind, f.path, e.line
-    FROM walk w JOIN edges e ON e.target_id = w.id JOIN files f ON f.id = e.file_id
-    WHERE w.distance < ?2 AND e.kind IN ('call', 'inherit') AND e.source_id IS NOT NULL
-)
-SELECT id, distance, via, path, line FROM walk ORDER BY distance, path, line
-"""
+_IMPACT_SQL = impact_sql(symbol="?1", depth="?2")
 
 
 class SqliteStore:
