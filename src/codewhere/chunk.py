@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from codewhere.defs import find_definitions
 from codewhere.tokens import compound
-from codewhere.types import Chunk, FileRecord, Symbol
+from codewhere.types import Chunk, FileKind, FileRecord, Symbol
 
 CHUNKER_VERSION = "2"  # bump when chunk boundaries or embedding texts change
 CHARS_PER_TOKEN = 4
@@ -250,8 +250,33 @@ def chunker_version(chunker: str) -> str:
     return f"{chunker}-{CHUNKER_VERSION}-2"
 
 
+# `name`, ``name()``, :func:`~pkg.name`, and snake_case( / camelCase( calls written in prose
+_NAMED_IN_PROSE = re.compile(
+    r"`+([A-Za-z_][\w.:]*)(?:\(\))?`+|:(?:func|meth|class|attr|obj):`~?([\w.]+)`|\b([a-z]+_[a-z_]+|[a-z]+[A-Z]\w+)\("
+)
+MENTION_LINES = 20  # a doc section names its subject near its top
+MENTION_MIN_CHARS = 4  # shorter names (`id`, `get`) are defined everywhere and point nowhere
+
+
+def mentioned_names(text: str) -> tuple[str, ...]:
+    """Compound names of the code a documentation chunk mentions in its first lines."""
+    head = "\n".join(text.split("\n", MENTION_LINES)[:MENTION_LINES])
+    names = (
+        compound(next(g for g in m.groups() if g).split(".")[-1].split(":")[-1]) for m in _NAMED_IN_PROSE.finditer(head)
+    )
+    return tuple(sorted({n for n in names if len(n) >= MENTION_MIN_CHARS}))
+
+
 def chunk_source(record: FileRecord, text: str, symbols: tuple[Symbol, ...] | None, chunker: str) -> list[Chunk]:
-    """`symbols` (parsed, or None without a grammar) and the chosen chunker decide the cut."""
+    """`symbols` (parsed, or None without a grammar) and the chosen chunker decide the cut;
+    documentation chunks also record the code names they mention."""
+    chunks = _cut(record, text, symbols, chunker)
+    if record.kind is FileKind.DOCS:
+        chunks = [replace(c, mentions=mentioned_names(c.text)) for c in chunks]
+    return chunks
+
+
+def _cut(record: FileRecord, text: str, symbols: tuple[Symbol, ...] | None, chunker: str) -> list[Chunk]:
     if chunker == "symbols":
         if record.language == "markdown":
             return markdown_chunks(record, text)

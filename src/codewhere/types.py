@@ -88,6 +88,7 @@ class Chunk:
     content_hash: str
     defines: tuple[str, ...] = ()  # names this chunk defines (def/class/func ...)
     embed: bool = True  # False for chunks of only imports and assignments: keyword-searchable, not embedded
+    mentions: tuple[str, ...] = ()  # documentation only: code names its prose names, where its evidence points
 
 
 @dataclass(frozen=True)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from codewhere.embed import Embedder
 from codewhere.search import signals
 from codewhere.search.fuse import RRF_DEPTH, rrf
 from codewhere.search.keyword import bm25_ranking, definition_ranking
-from codewhere.search.rerank import PairScorer, rerank_text, reorder
+from codewhere.search.rerank import PairScorer, reorder, rerank_text
 from codewhere.search.snippets import snippet
 from codewhere.store import Store
-from codewhere.tokens import compound, identifier_name, is_identifier_query
-from codewhere.types import FileKind, Filters, Hit, Mode
+from codewhere.tokens import identifier_name, is_identifier_query
+from codewhere.types import FileKind, Filters, Hit, Mode, StoredChunk
 
 
 @dataclass(frozen=True)
@@ -21,6 +20,7 @@ class Ranked:
     chunk_id: int
     score: float
     why: dict[str, object]
+    chunk: StoredChunk | None = None  # when ranking already read it
 
 
 def keyword_ranked(store: Store, query: str, limit: int, filters: Filters) -> list[Ranked]:
@@ -69,62 +69,59 @@ def hybrid_ranked(
     rankings["names"] = list(dict.fromkeys([*names, *(cid for name in extra for cid in defined.get(name, []))]))[:RRF_DEPTH]
     weights = signals.fusion_weights(shape) if "query-shape" not in disabled else None
     fused = rrf(rankings, weights=weights)[: max(limit, signals.CANDIDATES)]
-    candidates = _candidates(store, [(cid, score, dict(ranks)) for cid, score, ranks in fused], filters)
+    read: dict[int, StoredChunk] = {}
+    candidates = _candidates(store, [(cid, score, dict(ranks)) for cid, score, ranks in fused], filters, read)
     if "definition" not in disabled:
         candidates = signals.definition_boost(candidates, shape)
     if "evidence" not in disabled:
         candidates = signals.evidence_transfer(
             candidates, shape, _evidence(store, candidates, filters),
-            lambda ids: {c.chunk_id: c for c in _candidates(store, [(cid, 0.0, {}) for cid in ids], filters)},
+            lambda ids: {c.chunk_id: c for c in _candidates(store, [(cid, 0.0, {}) for cid in ids], filters, read)},
         )
-    if "kind-prior" not in disabled:
-        candidates = signals.kind_prior(candidates, shape)
-    if "signature" not in disabled:
-        candidates = signals.signature_weight(candidates, shape)
-    if "path" not in disabled:
-        candidates = signals.path_match(candidates, shape)
+    candidates = signals.rescore(candidates, shape, [(n, f) for n, f in signals.AFTER_EVIDENCE if n not in disabled])
     if "coherence" not in disabled:
         candidates = signals.file_coherence(candidates)
-    return [Ranked(c.chunk_id, c.score, dict(c.why)) for c in candidates[:limit]]
+    return [Ranked(c.chunk_id, c.score, dict(c.why), read.get(c.chunk_id)) for c in candidates[:limit]]
 
 
 def _candidates(
-    store: Store, fused: list[tuple[int, float, dict[str, object]]], filters: Filters
+    store: Store, fused: list[tuple[int, float, dict[str, object]]], filters: Filters, read: dict[int, StoredChunk]
 ) -> list[signals.Candidate]:
+    """The signals' view of the fused chunks; `read` keeps each chunk so the hits need no second read."""
     rows = store.candidate_rows([cid for cid, _, _ in fused], filters)
     out = []
     for cid, score, why in fused:
-        if cid in rows:
-            path, kind, start, text, defines = rows[cid]
-            head = "\n".join(text.split("\n", 20)[:20])
-            out.append(signals.Candidate(cid, score, path, FileKind(kind), start, head, defines, why))
+        row = rows.get(cid)
+        if row is None:
+            continue
+        chunk = read[cid] = row.chunk
+        out.append(signals.Candidate(cid, score, chunk.path, chunk.kind, chunk.start_line, chunk.text, row.defines, why, row.mentions))
     return out
-
-
-_NAMED_IN_PROSE = re.compile(r"`+([A-Za-z_][\w.:]*)(?:\(\))?`+|:(?:func|meth|class|attr|obj):`~?([\w.]+)`|\b([a-z]+_[a-z_]+|[a-z]+[A-Z]\w+)\(")
 
 
 def _evidence(store: Store, candidates: list[signals.Candidate], filters: Filters) -> dict[int, list[int]]:
     """Test and example chunks point at what they call; doc chunks at the names they mention."""
     evidence: dict[int, list[int]] = {}
-    tests = [c.chunk_id for c in candidates if c.kind is FileKind.TEST or signals.EXAMPLE_PATH.search(c.path)]
+    tests = [c.chunk_id for c in candidates if c.kind is not FileKind.DOCS and signals.is_evidence_source(c)]
     for source, targets in store.call_target_chunks(tests).items():
         evidence[source] = targets
-    docs = [c for c in candidates if c.kind is FileKind.DOCS]
-    mentioned = {
-        c.chunk_id: {compound(next(g for g in m.groups() if g).split(".")[-1].split(":")[-1]) for m in _NAMED_IN_PROSE.finditer(c.text_head)}
-        for c in docs
-    }
-    defined = store.chunks_defining_names(sorted({n for names in mentioned.values() for n in names if len(n) > 3}), filters)
-    for source, names in mentioned.items():
-        targets = list(dict.fromkeys(cid for n in names for cid in defined.get(n, [])))
+    docs = [c for c in candidates if c.kind is FileKind.DOCS and c.mentions]
+    defined = store.chunks_defining_names(sorted({n for c in docs for n in c.mentions}), filters)
+    for c in docs:
+        targets = list(dict.fromkeys(cid for n in c.mentions for cid in defined.get(n, [])))
         if targets:
-            evidence[source] = targets
+            evidence[c.chunk_id] = targets
     return evidence
 
 
+def _read(store: Store, ranked: list[Ranked]) -> dict[int, StoredChunk]:
+    chunks = store.get_chunks([r.chunk_id for r in ranked if r.chunk is None])
+    chunks.update((r.chunk_id, r.chunk) for r in ranked if r.chunk is not None)
+    return chunks
+
+
 def to_hits(store: Store, ranked: list[Ranked], query: str) -> list[Hit]:
-    chunks = store.get_chunks([r.chunk_id for r in ranked])
+    chunks = _read(store, ranked)
     hits = []
     for r in ranked:
         chunk = chunks.get(r.chunk_id)
@@ -159,12 +156,12 @@ def search(
 
 def _reranked(store: Store, reranker: PairScorer, query: str, ranked: list[Ranked], top_n: int) -> list[Ranked]:
     head = ranked[:top_n]
-    chunks = store.get_chunks([r.chunk_id for r in head])
+    chunks = _read(store, head)
     head = [r for r in head if r.chunk_id in chunks]
     scores = reranker.score(query, [rerank_text(chunks[r.chunk_id].path, chunks[r.chunk_id].text) for r in head])
     if scores is None:
         return ranked
     by_id = {r.chunk_id: (r, s) for r, s in zip(head, scores, strict=True)}
     order = reorder([r.chunk_id for r in head], scores)
-    out = [Ranked(cid, by_id[cid][1], {**by_id[cid][0].why, "rerank": round(by_id[cid][1], 4)}) for cid in order]
+    out = [Ranked(cid, by_id[cid][1], {**by_id[cid][0].why, "rerank": round(by_id[cid][1], 4)}, chunks[cid]) for cid in order]
     return out + ranked[top_n:]

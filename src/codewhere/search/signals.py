@@ -4,8 +4,9 @@ Each signal takes the candidates and the query's shape and returns them rescored
 name and effect in each changed candidate's `why`. None touches the database: the engine gathers
 the facts (kind, path, defined names, evidence links) first. Every constant lives here.
 
-Constants were fitted on a development split of semble's benchmark (httpx, starlette, cobra,
-axios, redux, sinatra) and are reported on other repositories; see BENCHMARKS.md.
+Constants were fitted on a development split of semble's benchmark (cobra, sinatra, fastapi,
+model2vec, rack, commons-lang, tokio, dapper; benchmarks/fit_signals.py) and are reported on
+other repositories; see BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from codewhere.types import FileKind
 CANDIDATES = 50  # fused candidates the signals re-rank
 SEMANTIC_WEIGHT_FOR_IDENTIFIERS = 0.5  # query shape: an identifier is found by name, not by meaning
 DEFINITION_BOOST = 1.0  # × (1 + boost) for a chunk that defines a queried name
+DEFINITION_FILE_BOOST = 0.5  # × (1 + boost) more when its file is named after it (`SqlMapper.cs`, `request.rb`)
 TEST_PENALTY = 0.3  # × for tests, unless the query asks about tests
 DOCS_PENALTY = 0.3  # × for documentation, unless the query asks about docs
 CONFIG_PENALTY = 0.5  # × for configuration files (CI, manifests, settings)
@@ -40,14 +42,17 @@ COHERENCE = 0.6  # × (1 + coherence × other chunks' share) for a file's best c
 MAX_PER_FILE = 1  # chunks of one file at full score; each further one is multiplied by FILE_REPEAT_DECAY
 FILE_REPEAT_DECAY = 0.3  # 0 pushes a file's extra chunks below every other file's (a hard cap)
 SIGNATURE_WEIGHT = 0.5  # × (1 + weight × share of query terms in the symbol's name and signature)
+SMALL_CHUNK_LINES = 10  # chunks of at most this many lines (getters, one-line declarations) ...
+SMALL_CHUNK_PENALTY = 0.7  # ... × this: they match a question's words by density, not by substance
 PATH_WEIGHT = 1.0  # × (1 + weight × share of query terms in the file's path: `join_set.rs`, `websockets.py`)
 
 TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "mocks"})
 # "documentation" is left out on purpose: "documentation generation" asks for the code that generates it
 DOCS_WORDS = frozenset({"readme", "guide", "tutorial", "changelog", "docs"})
-EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|bench|vendor|vendored|third_party|thirdparty|compat|_compat)(/|$)", re.I)
+EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|bench|vendor|vendored|third_party|thirdparty|compat|_compat)(/|$)", re.IGNORECASE)
 _REEXPORT_FILE = re.compile(r"(^|/)(__init__\.py|index\.[cm]?[jt]sx?|mod\.rs)$")
 _STUB_FILE = re.compile(r"\.(d\.ts|pyi)$")
+REEXPORT_LINES = 20  # a re-export file shows itself in its first lines
 _REEXPORT_LINE = re.compile(r"^\s*(from\s+\S+\s+import|import\s|export\s+(\*|\{)|pub\s+use\s|__all__|\)|[\w\s,]*,\s*$|#|$)")
 
 
@@ -58,6 +63,8 @@ class QueryShape:
     identifier: bool
     wants_tests: bool
     wants_docs: bool
+    term_set: frozenset[str] = frozenset()  # the terms, for the signature signal
+    path_terms: frozenset[str] = frozenset()  # stems of the longer terms, for the path signal
 
 
 def query_shape(query: str) -> QueryShape:
@@ -65,11 +72,17 @@ def query_shape(query: str) -> QueryShape:
     words = [w.lower() for w in re.findall(r"\w+", query)]
     identifier = is_identifier_query(query) or (len(query.split()) == 1 and len(query.strip()) > 2)
     names = {compound(tok) for tok in re.split(r"[\s,;]+", query) if tok and _looks_like_code(tok, len(words) == 1)}
-    names |= {compound(re.split(r"::|\.|->|#", tok.removesuffix("()"))[-1]) for tok in query.split() if _looks_like_code(tok, len(words) == 1)}
+    names |= {compound(last_segment(tok)) for tok in query.split() if _looks_like_code(tok, len(words) == 1)}
     return QueryShape(
         terms, frozenset(n for n in names if n), identifier,
         bool(TEST_WORDS & set(words)), bool(DOCS_WORDS & set(words)),
+        frozenset(terms), frozenset(stem(t) for t in terms if len(t) > 2),
     )
+
+
+def last_segment(token: str) -> str:
+    """`Sinatra::Helpers` → `Helpers`, `Session.send()` → `send`."""
+    return re.split(r"::|\.|->|#", token.strip("`'\"").removesuffix("()"))[-1]
 
 
 def _looks_like_code(token: str, alone: bool) -> bool:
@@ -86,16 +99,17 @@ class Candidate:
     path: str
     kind: FileKind
     start_line: int
-    text_head: str  # the first lines: a symbol chunk's signature
+    text: str  # the chunk's text; signals read only its first lines (a symbol chunk's signature)
     defines: tuple[str, ...]  # compound names the chunk defines
     why: Mapping[str, object] = field(default_factory=dict)
+    mentions: tuple[str, ...] = ()  # documentation: the code names its prose mentions
 
     def rescored(self, factor: float, signal: str) -> Candidate:
         if factor == 1.0:
             return self
         # the constructor, not dataclasses.replace: this runs for every candidate and signal of every query
-        return Candidate(self.chunk_id, self.score * factor, self.path, self.kind, self.start_line, self.text_head,
-                         self.defines, {**self.why, signal: round(factor, 3)})
+        return Candidate(self.chunk_id, self.score * factor, self.path, self.kind, self.start_line, self.text,
+                         self.defines, {**self.why, signal: round(factor, 3)}, self.mentions)
 
 
 def ordered(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -112,20 +126,62 @@ def fusion_weights(shape: QueryShape) -> dict[str, float]:
     return {"keyword": 1.0, "names": 1.0, "semantic": 1.0}
 
 
+Factor = Callable[["Candidate", QueryShape], float]
+
+
+def rescore(candidates: Sequence[Candidate], shape: QueryShape, factors: Sequence[tuple[str, Factor]]) -> list[Candidate]:
+    """Multiply each candidate's score by the named factors, in one pass; each factor that
+    changes something is recorded under its signal's name in `why`."""
+    out = []
+    for c in candidates:
+        total, why = 1.0, None
+        for name, factor in factors:
+            f = factor(c, shape)
+            if f != 1.0:
+                total *= f
+                why = why if why is not None else dict(c.why)
+                why[name] = round(f, 3)
+        out.append(c if why is None else Candidate(c.chunk_id, c.score * total, c.path, c.kind, c.start_line,
+                                                    c.text, c.defines, why, c.mentions))
+    return ordered(out)
+
+
+def definition_factor(c: Candidate, shape: QueryShape) -> float:
+    if not shape.names or shape.names.isdisjoint(c.defines):
+        return 1.0
+    if file_named_after(c.path, shape.names):
+        return (1 + DEFINITION_BOOST) * (1 + DEFINITION_FILE_BOOST)
+    return 1 + DEFINITION_BOOST
+
+
+@lru_cache(maxsize=65_536)
+def file_stem(path: str) -> str:
+    """`src/SqlMapper.cs` → `sqlmapper`, `lib/rack/mock_request.rb` → `mockrequest`."""
+    return compound(path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+
+
+def file_named_after(path: str, names: frozenset[str]) -> bool:
+    stem_ = file_stem(path)
+    return stem_ in names or stem_.removesuffix("s") in names
+
+
 def definition_boost(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
-    """Signal `definition`: the chunk that defines a queried name outranks chunks that use it."""
-    if not shape.names:
-        return list(candidates)
-    return ordered([
-        c.rescored(1 + DEFINITION_BOOST, "definition") if shape.names & set(c.defines) else c for c in candidates
-    ])
+    """Signal `definition`: the chunk that defines a queried name outranks chunks that use it,
+    more so in a file named after it (`SqlMapper.cs` over the partial `SqlMapper.CacheInfo.cs`)."""
+    return rescore(candidates, shape, [("definition", definition_factor)])
 
 
 def is_reexport(c: Candidate) -> bool:
-    if not _REEXPORT_FILE.search(c.path):
+    if not _path_flags(c.path)[2]:
         return False
-    lines = [line for line in c.text_head.split("\n") if line.strip()]
+    lines = [line for line in c.text.split("\n", REEXPORT_LINES)[:REEXPORT_LINES] if line.strip()]
     return bool(lines) and sum(1 for line in lines if _REEXPORT_LINE.match(line)) >= 0.8 * len(lines)
+
+
+@lru_cache(maxsize=65_536)
+def _path_flags(path: str) -> tuple[bool, bool, bool]:
+    """(example or vendored code, declaration stub, re-export file name) of a path."""
+    return bool(EXAMPLE_PATH.search(path)), bool(_STUB_FILE.search(path)), bool(_REEXPORT_FILE.search(path))
 
 
 def path_prior(c: Candidate, shape: QueryShape) -> float:
@@ -136,9 +192,10 @@ def path_prior(c: Candidate, shape: QueryShape) -> float:
         factor *= DOCS_PENALTY
     elif c.kind is FileKind.CONFIG:
         factor *= CONFIG_PENALTY
-    if EXAMPLE_PATH.search(c.path) and not shape.wants_tests:
+    example, stub, _ = _path_flags(c.path)
+    if example and not shape.wants_tests:
         factor *= EXAMPLE_PENALTY
-    if _STUB_FILE.search(c.path):
+    if stub:
         factor *= STUB_PENALTY
     elif is_reexport(c):
         factor *= REEXPORT_PENALTY
@@ -148,7 +205,12 @@ def path_prior(c: Candidate, shape: QueryShape) -> float:
 def kind_prior(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
     """Signal `kind-prior`: tests, docs, examples, vendored code, re-export files and stubs
     step back unless the query asks for them."""
-    return ordered([c.rescored(path_prior(c, shape), "kind-prior") for c in candidates])
+    return rescore(candidates, shape, [("kind-prior", path_prior)])
+
+
+def is_evidence_source(c: Candidate) -> bool:
+    """Tests, examples and docs describe code in a user's words; evidence flows from them."""
+    return c.kind in (FileKind.TEST, FileKind.DOCS) or _path_flags(c.path)[0]
 
 
 def evidence_transfer(
@@ -166,7 +228,7 @@ def evidence_transfer(
     gains: dict[int, float] = defaultdict(float)
     sources: dict[int, list[int]] = defaultdict(list)
     for c in candidates:
-        if c.kind not in (FileKind.TEST, FileKind.DOCS) and not EXAMPLE_PATH.search(c.path):
+        if not is_evidence_source(c):
             continue
         targets = [t for t in evidence.get(c.chunk_id, ()) if t != c.chunk_id]
         for target in targets:
@@ -185,21 +247,17 @@ def evidence_transfer(
     return ordered(out)
 
 
+def signature_factor(c: Candidate, shape: QueryShape) -> float:
+    if not c.defines or not shape.term_set:
+        return 1.0
+    head = c.text.split("\n", 2)
+    words = line_words(head[0]) | (line_words(head[1]) if len(head) > 1 else frozenset())
+    return 1 + SIGNATURE_WEIGHT * len(shape.term_set & words) / len(shape.term_set)
+
+
 def signature_weight(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
     """Signal `signature`: query words in a symbol chunk's name and signature count extra."""
-    terms = set(shape.terms)
-    if not terms:
-        return list(candidates)
-    out = []
-    for c in candidates:
-        if not c.defines:
-            out.append(c)
-            continue
-        head = c.text_head.split("\n", 2)
-        words = line_words(head[0]) | (line_words(head[1]) if len(head) > 1 else frozenset())
-        share = len(terms & words) / len(terms)
-        out.append(c.rescored(1 + SIGNATURE_WEIGHT * share, "signature"))
-    return ordered(out)
+    return rescore(candidates, shape, [("signature", signature_factor)])
 
 
 _SUFFIXES = ("ing", "ers", "ies", "ed", "es", "er", "s")
@@ -225,16 +283,29 @@ def line_words(line: str) -> frozenset[str]:
     return frozenset(t for w in re.findall(r"\w+", line) for t in (compound(w), *split_identifier(w)))
 
 
+def path_factor(c: Candidate, shape: QueryShape) -> float:
+    if not shape.path_terms:
+        return 1.0
+    return 1 + PATH_WEIGHT * len(shape.path_terms & path_words(c.path)) / len(shape.path_terms)
+
+
+def chunk_lines(text: str) -> int:
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def size_factor(c: Candidate, shape: QueryShape) -> float:
+    return SMALL_CHUNK_PENALTY if chunk_lines(c.text) <= SMALL_CHUNK_LINES else 1.0
+
+
+def size_prior(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
+    """Signal `size`: a chunk of a few lines steps back; BM25's length normalisation and the
+    signature signal favour a three-line getter that happens to hold two of the query's words."""
+    return rescore(candidates, shape, [("size", size_factor)])
+
+
 def path_match(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
     """Signal `path`: query words in the file's path (folders and name) point at the file."""
-    terms = {stem(t) for t in shape.terms if len(t) > 2}
-    if not terms:
-        return list(candidates)
-    out = []
-    for c in candidates:
-        share = len(terms & path_words(c.path)) / len(terms)
-        out.append(c.rescored(1 + PATH_WEIGHT * share, "path"))
-    return ordered(out)
+    return rescore(candidates, shape, [("path", path_factor)])
 
 
 def file_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -265,4 +336,8 @@ def file_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
     return ordered(decayed)
 
 
-SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "path", "coherence")
+SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "path", "size", "coherence")
+# the multiplicative signals that follow evidence, applied in one pass by the engine
+AFTER_EVIDENCE: tuple[tuple[str, Factor], ...] = (
+    ("kind-prior", path_prior), ("signature", signature_factor), ("path", path_factor), ("size", size_factor),
+)

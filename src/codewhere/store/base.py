@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -77,7 +77,22 @@ SELECT id, distance, via, path, line FROM walk ORDER BY distance, path, line
 """
 
 
-CandidateRow = tuple[str, str, int, str, tuple[str, ...]]  # path, kind, start line, text, defined names
+class CandidateRow(NamedTuple):
+    """What the ranking signals read of a candidate chunk."""
+
+    chunk: StoredChunk
+    defines: tuple[str, ...]  # compound names the chunk defines
+    mentions: tuple[str, ...]  # documentation: code names its prose mentions
+
+
+def smallest_chunk_by_line(chunks: Sequence[tuple[int, int, int]]) -> dict[int, int]:
+    """line → id of the smallest of the (id, start, end) chunks holding it: where a symbol or a
+    call of a file lives, recorded when the file is written so search needs no range join."""
+    owner: dict[int, int] = {}
+    for cid, start, end in sorted(chunks, key=lambda c: c[2] - c[1], reverse=True):
+        for line in range(start, end + 1):
+            owner[line] = cid
+    return owner
 
 
 class Store(Protocol):

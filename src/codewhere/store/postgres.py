@@ -26,7 +26,15 @@ from psycopg import sql
 
 from codewhere.config import redact_dsn
 from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError
-from codewhere.store.base import CandidateRow, ChunkAt, FileState, StoreStats, impact_sql, like_escape
+from codewhere.store.base import (
+    CandidateRow,
+    ChunkAt,
+    FileState,
+    StoreStats,
+    impact_sql,
+    like_escape,
+    smallest_chunk_by_line,
+)
 from codewhere.types import (
     Chunk,
     Edge,
@@ -119,6 +127,16 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX edges_source ON edges(source_id);
     CREATE INDEX edges_target ON edges(target_id);
     CREATE INDEX edges_repo_name ON edges(repo_id, target_name);
+    """,
+    # Where each definition and call lives, and the code names a doc chunk mentions: written with
+    # the file, so the evidence signal needs no range join at query time. Forgetting each
+    # repository's chunker version makes its next refresh rewrite every file (vectors are kept).
+    """
+    ALTER TABLE chunks ADD COLUMN mentions TEXT;
+    ALTER TABLE symbols ADD COLUMN chunk_id BIGINT;
+    ALTER TABLE edges ADD COLUMN chunk_id BIGINT;
+    CREATE INDEX edges_chunk ON edges(chunk_id);
+    DELETE FROM repo_meta WHERE key = 'chunker_version';
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -363,40 +381,17 @@ class PostgresStore:
         file_id = self._upsert_file(record, digest, None)
         rid = self._rid()
         self._delete_content_of(file_id)
-        symbol_ids: dict[str, int] = {}
         with self._db.cursor() as cur:
-            if symbols:
-                cur.executemany(
-                    """INSERT INTO symbols(file_id, repo_id, name, name_key, qualified_name, kind, start_line, end_line,
-                         signature, doc, decorators, parent, split, fts)
-                       VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
-                         setweight(to_tsvector('simple', %s), 'A') || setweight(to_tsvector('simple', %s), 'B')
-                         || setweight(to_tsvector('simple', %s), 'C'))
-                       RETURNING id""",
-                    [(file_id, rid, s.name, key, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature, s.doc,
-                      "\n".join(s.decorators), s.parent, split, key, split, qualified)
-                     for s, (key, split, qualified) in zip(symbols, symbol_fts_rows, strict=True)],
-                    returning=True,
-                )
-                for symbol in symbols:
-                    row = cur.fetchone()
-                    assert row is not None
-                    symbol_ids.setdefault(symbol.qualified_name, int(row[0]))
-                    cur.nextset()
-            if edges:
-                cur.executemany(
-                    "INSERT INTO edges(file_id, repo_id, kind, source_id, target_name, line) VALUES(%s, %s, %s, %s, %s, %s)",
-                    [(file_id, rid, e.kind.value, symbol_ids.get(e.source), e.target, e.line) for e in edges],
-                )
             ids: list[int] = []
             if chunks:
                 cur.executemany(
-                    """INSERT INTO chunks(file_id, repo_id, start_line, end_line, content_hash, text, embed_text, fts)
-                       VALUES(%s, %s, %s, %s, %s, %s, %s,
+                    """INSERT INTO chunks(file_id, repo_id, start_line, end_line, content_hash, text, embed_text, mentions, fts)
+                       VALUES(%s, %s, %s, %s, %s, %s, %s, %s,
                          setweight(to_tsvector('simple', %s), 'B') || setweight(to_tsvector('simple', %s), 'A'))
                        RETURNING id""",
                     [(file_id, rid, c.start_line, c.end_line, c.content_hash, c.text, c.embed_text if c.embed else None,
-                      path_tokens, body_tokens) for c, (path_tokens, body_tokens) in zip(chunks, fts_rows, strict=True)],
+                      " ".join(c.mentions) or None, path_tokens, body_tokens)
+                     for c, (path_tokens, body_tokens) in zip(chunks, fts_rows, strict=True)],
                     returning=True,
                 )
                 for _ in chunks:
@@ -407,6 +402,33 @@ class PostgresStore:
             definitions = [(cid, name) for cid, c in zip(ids, chunks, strict=True) for name in c.defines]
             if definitions:
                 cur.executemany("INSERT INTO definitions(chunk_id, name) VALUES(%s, %s)", definitions)
+            chunk_of = smallest_chunk_by_line([(cid, c.start_line, c.end_line) for cid, c in zip(ids, chunks, strict=True)])
+            symbol_ids: dict[str, int] = {}
+            if symbols:
+                cur.executemany(
+                    """INSERT INTO symbols(file_id, repo_id, name, name_key, qualified_name, kind, start_line, end_line,
+                         signature, doc, decorators, parent, split, chunk_id, fts)
+                       VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+                         setweight(to_tsvector('simple', %s), 'A') || setweight(to_tsvector('simple', %s), 'B')
+                         || setweight(to_tsvector('simple', %s), 'C'))
+                       RETURNING id""",
+                    [(file_id, rid, s.name, key, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature, s.doc,
+                      "\n".join(s.decorators), s.parent, split, chunk_of.get(s.start_line), key, split, qualified)
+                     for s, (key, split, qualified) in zip(symbols, symbol_fts_rows, strict=True)],
+                    returning=True,
+                )
+                for symbol in symbols:
+                    row = cur.fetchone()
+                    assert row is not None
+                    symbol_ids.setdefault(symbol.qualified_name, int(row[0]))
+                    cur.nextset()
+            if edges:
+                cur.executemany(
+                    """INSERT INTO edges(file_id, repo_id, kind, source_id, target_name, line, chunk_id)
+                       VALUES(%s, %s, %s, %s, %s, %s, %s)""",
+                    [(file_id, rid, e.kind.value, symbol_ids.get(e.source), e.target, e.line, chunk_of.get(e.line))
+                     for e in edges],
+                )
         return ids
 
     def record_skipped_file(self, record: FileRecord, reason: SkipReason) -> None:
@@ -642,24 +664,24 @@ class PostgresStore:
             return {}
         where, params = self._filter(filters)
         rows = self._db.execute(
-            f"""SELECT c.id, f.path, f.kind, c.start_line, c.text,
+            f"""SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, c.mentions, r.name,
                        (SELECT string_agg(d.name, ' ') FROM definitions d WHERE d.chunk_id = c.id)
-                FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id = ANY(%s) {where}""",
+                FROM chunks c JOIN files f ON f.id = c.file_id JOIN repos r ON r.id = f.repo_id
+                WHERE c.id = ANY(%s) {where}""",
             (list(ids), *params),
         )
-        return {int(cid): (path, kind, start, text, tuple((names or "").split()))
-                for cid, path, kind, start, text, names in rows}
+        return {
+            int(cid): CandidateRow(StoredChunk(int(cid), path, start, end, FileKind(kind), language, text, repo),
+                                   tuple((names or "").split()), tuple((mentions or "").split()))
+            for cid, path, start, end, kind, language, text, mentions, repo, names in rows
+        }
 
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
         if not chunk_ids:
             return {}
         rows = self._db.execute(
-            """SELECT DISTINCT c.id, tc.id FROM chunks c
-               JOIN edges e ON e.file_id = c.file_id AND e.kind = 'call' AND e.target_id IS NOT NULL
-                            AND e.line BETWEEN c.start_line AND c.end_line
-               JOIN symbols s ON s.id = e.target_id
-               JOIN chunks tc ON tc.file_id = s.file_id AND tc.start_line <= s.start_line AND tc.end_line >= s.start_line
-               WHERE c.id = ANY(%s) AND tc.id <> c.id""",
+            """SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN symbols s ON s.id = e.target_id
+               WHERE e.chunk_id = ANY(%s) AND e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id <> e.chunk_id""",
             (list(chunk_ids),),
         )
         out: dict[int, list[int]] = {}

@@ -18,7 +18,15 @@ import sqlite_vec
 
 from codewhere.errors import IndexFileError, ModelError, QueryError
 from codewhere.locks import index_writer_lock
-from codewhere.store.base import CandidateRow, ChunkAt, FileState, StoreStats, impact_sql, like_escape
+from codewhere.store.base import (
+    CandidateRow,
+    ChunkAt,
+    FileState,
+    StoreStats,
+    impact_sql,
+    like_escape,
+    smallest_chunk_by_line,
+)
 from codewhere.types import (
     Chunk,
     Edge,
@@ -39,7 +47,7 @@ from codewhere.types import (
 log = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x63776872  # "cwhr": marks a SQLite file as a codewhere index
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 BUSY_TIMEOUT_MS = 10_000
 # bm25 column weights: the path tokens repeat in every chunk of a file, so they count for less.
 BM25_WEIGHT_PATH = 0.5
@@ -64,7 +72,8 @@ CREATE TABLE chunks(
     end_line INTEGER NOT NULL,
     content_hash TEXT NOT NULL,
     text TEXT NOT NULL,
-    embed_text TEXT  -- NULL: not embedded (imports and assignments only)
+    embed_text TEXT,  -- NULL: not embedded (imports and assignments only)
+    mentions TEXT  -- documentation: the code names its prose mentions, space-separated
 );
 CREATE INDEX chunks_file ON chunks(file_id);
 CREATE INDEX chunks_hash ON chunks(content_hash);
@@ -90,7 +99,8 @@ CREATE TABLE symbols(
     signature TEXT NOT NULL,
     doc TEXT NOT NULL,
     decorators TEXT NOT NULL,
-    parent TEXT NOT NULL
+    parent TEXT NOT NULL,
+    chunk_id INTEGER  -- the smallest chunk holding the definition's first line
 );
 CREATE INDEX symbols_name ON symbols(name);
 CREATE INDEX symbols_qualified ON symbols(qualified_name);
@@ -107,12 +117,14 @@ CREATE TABLE edges(
     target_name TEXT NOT NULL,
     target_id INTEGER,
     resolution TEXT NOT NULL DEFAULT 'unresolved',
-    line INTEGER NOT NULL
+    line INTEGER NOT NULL,
+    chunk_id INTEGER  -- the smallest chunk holding the line
 );
 CREATE INDEX edges_file ON edges(file_id, kind, line);
 CREATE INDEX edges_source ON edges(source_id);
 CREATE INDEX edges_target ON edges(target_id);
 CREATE INDEX edges_target_name ON edges(target_name);
+CREATE INDEX edges_chunk ON edges(chunk_id);
 """
 
 
@@ -304,27 +316,13 @@ class SqliteStore:
         """
         file_id = self._upsert_file(record, digest, None)
         self._delete_chunks_of(file_id)
-        symbol_ids: dict[str, int] = {}
-        for symbol, fts in zip(symbols, symbol_fts_rows, strict=True):
-            symbol_id = self._db.execute(
-                """INSERT INTO symbols(file_id, name, qualified_name, kind, start_line, end_line, signature, doc,
-                   decorators, parent) VALUES(?,?,?,?,?,?,?,?,?,?) RETURNING id""",
-                (file_id, symbol.name, symbol.qualified_name, symbol.kind, symbol.start_line, symbol.end_line,
-                 symbol.signature, symbol.doc, "\n".join(symbol.decorators), symbol.parent),
-            ).fetchone()[0]
-            symbol_ids.setdefault(symbol.qualified_name, symbol_id)
-            self._db.execute("INSERT INTO symbols_fts(rowid, name, split, qualified) VALUES(?,?,?,?)", (symbol_id, *fts))
-        self._db.executemany(
-            "INSERT INTO edges(file_id, kind, source_id, target_name, line) VALUES(?,?,?,?,?)",
-            [(file_id, e.kind.value, symbol_ids.get(e.source), e.target, e.line) for e in edges],
-        )
         ids: list[int] = []
         for chunk, (path_tokens, body_tokens) in zip(chunks, fts_rows, strict=True):
             chunk_id = self._db.execute(
-                """INSERT INTO chunks(file_id, start_line, end_line, content_hash, text, embed_text)
-                   VALUES(?,?,?,?,?,?) RETURNING id""",
+                """INSERT INTO chunks(file_id, start_line, end_line, content_hash, text, embed_text, mentions)
+                   VALUES(?,?,?,?,?,?,?) RETURNING id""",
                 (file_id, chunk.start_line, chunk.end_line, chunk.content_hash, chunk.text,
-                 chunk.embed_text if chunk.embed else None),
+                 chunk.embed_text if chunk.embed else None, " ".join(chunk.mentions) or None),
             ).fetchone()[0]
             self._db.execute(
                 "INSERT INTO chunks_fts(rowid, path, body) VALUES(?, ?, ?)", (chunk_id, path_tokens, body_tokens)
@@ -334,6 +332,21 @@ class SqliteStore:
                     "INSERT INTO definitions(chunk_id, name) VALUES(?, ?)", [(chunk_id, n) for n in chunk.defines]
                 )
             ids.append(chunk_id)
+        chunk_of = smallest_chunk_by_line([(cid, c.start_line, c.end_line) for cid, c in zip(ids, chunks, strict=True)])
+        symbol_ids: dict[str, int] = {}
+        for symbol, fts in zip(symbols, symbol_fts_rows, strict=True):
+            symbol_id = self._db.execute(
+                """INSERT INTO symbols(file_id, name, qualified_name, kind, start_line, end_line, signature, doc,
+                   decorators, parent, chunk_id) VALUES(?,?,?,?,?,?,?,?,?,?,?) RETURNING id""",
+                (file_id, symbol.name, symbol.qualified_name, symbol.kind, symbol.start_line, symbol.end_line,
+                 symbol.signature, symbol.doc, "\n".join(symbol.decorators), symbol.parent, chunk_of.get(symbol.start_line)),
+            ).fetchone()[0]
+            symbol_ids.setdefault(symbol.qualified_name, symbol_id)
+            self._db.execute("INSERT INTO symbols_fts(rowid, name, split, qualified) VALUES(?,?,?,?)", (symbol_id, *fts))
+        self._db.executemany(
+            "INSERT INTO edges(file_id, kind, source_id, target_name, line, chunk_id) VALUES(?,?,?,?,?,?)",
+            [(file_id, e.kind.value, symbol_ids.get(e.source), e.target, e.line, chunk_of.get(e.line)) for e in edges],
+        )
         return ids
 
     def record_skipped_file(self, record: FileRecord, reason: SkipReason) -> None:
@@ -550,33 +563,32 @@ class SqliteStore:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
         return [(int(i), -float(s)) for i, s in rows]
 
-    def candidate_rows(
-        self, ids: Sequence[int], filters: Filters
-    ) -> dict[int, CandidateRow]:
-        """(path, kind, start line, text, defined names) of the chunks the filters let through."""
+    def candidate_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, CandidateRow]:
+        """The chunks the filters let through, with the names they define and mention."""
         if not ids:
             return {}
         where, params = self._filter(filters)
         rows = self._db.execute(
-            f"""SELECT c.id, f.path, f.kind, c.start_line, c.text,
+            f"""SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, c.mentions,
                        (SELECT group_concat(d.name, ' ') FROM definitions d WHERE d.chunk_id = c.id)
                 FROM chunks c JOIN files f ON f.id = c.file_id
                 WHERE c.id IN ({','.join('?' * len(ids))}){where}""",
             (*ids, *params),
         )
-        return {cid: (path, kind, start, text, tuple((names or "").split())) for cid, path, kind, start, text, names in rows}
+        return {
+            cid: CandidateRow(StoredChunk(cid, path, start, end, FileKind(kind), language, text),
+                              tuple((names or "").split()), tuple((mentions or "").split()))
+            for cid, path, start, end, kind, language, text, mentions, names in rows
+        }
 
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
         """For each chunk, the chunks holding the definitions its resolved calls point at."""
         if not chunk_ids:
             return {}
         rows = self._db.execute(
-            f"""SELECT DISTINCT c.id, tc.id FROM chunks c
-                JOIN edges e ON e.file_id = c.file_id AND e.kind = 'call' AND e.target_id IS NOT NULL
-                             AND e.line BETWEEN c.start_line AND c.end_line
-                JOIN symbols s ON s.id = e.target_id
-                JOIN chunks tc ON tc.file_id = s.file_id AND tc.start_line <= s.start_line AND tc.end_line >= s.start_line
-                WHERE c.id IN ({','.join('?' * len(chunk_ids))}) AND tc.id != c.id""",
+            f"""SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN symbols s ON s.id = e.target_id
+                WHERE e.chunk_id IN ({','.join('?' * len(chunk_ids))}) AND e.kind = 'call'
+                  AND s.chunk_id IS NOT NULL AND s.chunk_id != e.chunk_id""",
             list(chunk_ids),
         )
         out: dict[int, list[int]] = {}
