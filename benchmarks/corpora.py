@@ -18,13 +18,15 @@ import platformdirs
 CACHE = Path(os.environ.get("CODEWHERE_BENCH_CACHE") or platformdirs.user_cache_dir("codewhere-bench"))
 
 
-def from_git(mirror: str | Path, ref: str, name: str) -> Path:
-    """Export `ref` of a git repository (bare or not) into the cache; reused when present."""
+def from_git(mirror: str | Path, ref: str, name: str, subtree: str | None = None) -> Path:
+    """Export `ref` of a git repository (bare or not) into the cache; reused when present.
+    With `subtree`, only that folder (snapshots may lack large files elsewhere)."""
     target = CACHE / "git" / f"{name}-{ref}"
     if not target.exists():
         tmp = target.with_name(target.name + ".tmp")
         tmp.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "-C", str(mirror), "archive", ref], check=True, capture_output=True).stdout
+        command = ["git", "-C", str(mirror), "archive", ref, *(["--", subtree] if subtree else [])]
+        archive = subprocess.run(command, check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
         tmp.rename(target)
     return target

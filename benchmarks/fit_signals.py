@@ -1,9 +1,10 @@
 """Fit ranking constants on a development split of semble's benchmark, never on reported repos.
 
-    python benchmarks/fit_signals.py --repo cobra --repo sinatra ... --grid PATH_WEIGHT=0,0.5,1 --grid COHERENCE=0.15,0.5
+    python benchmarks/fit_signals.py [--repo cobra ...] --grid PATH_WEIGHT=0,0.5,1 --grid COHERENCE=0.15,0.5
 
-Each repo is indexed once; every combination of the grid is scored (mean NDCG@10 over repos),
-best first. Reported numbers come from benchmarks/semble_bench.py on other repositories.
+Each repo (default: the dev split of benchmarks/splits.py; reported repos are refused) is indexed
+once; every combination of the grid is scored (mean NDCG@10 over repos), best first. Reported
+numbers come from `benchmarks/semble_bench.py --split reported`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpora import from_git  # noqa: E402
 from semble_bench import SHARED, mirror_for  # noqa: E402
+from splits import DEV, REPORTED  # noqa: E402
 
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
@@ -28,12 +30,21 @@ from codewhere.search import signals  # noqa: E402
 from codewhere.types import Filters  # noqa: E402
 
 
+MIN_GAIN = 0.0005  # descent keeps a new value only above this gain: about a quarter of one query on ~550
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repo", action="append", required=True)
+    parser.add_argument("--repo", action="append", help="repos to fit on (default: the dev split of benchmarks/splits.py)")
     parser.add_argument("--grid", action="append", default=[], metavar="NAME=V1,V2,...")
+    parser.add_argument("--descent", type=int, default=0, metavar="ROUNDS",
+                        help="instead of the full grid, change one constant at a time (each over its --grid values, "
+                             "the others fixed) and keep a value only if it beats the best mean so far by MIN_GAIN")
     parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
     args = parser.parse_args()
+    args.repo = args.repo or list(DEV)
+    if overlap := set(args.repo) & set(REPORTED):
+        raise SystemExit(f"{', '.join(sorted(overlap))}: reported repos (benchmarks/splits.py); fit on the dev split")
     specs = {s["name"]: s for s in json.loads((SHARED / "repos.json").read_text())}
     grid = {}
     for item in args.grid:
@@ -45,7 +56,7 @@ def main() -> None:
     repos = []
     for name in args.repo:
         spec = specs[name]
-        checkout = from_git(mirror_for(spec["url"], Path(args.mirrors)), spec["revision"], name)
+        checkout = from_git(mirror_for(spec["url"], Path(args.mirrors)), spec["revision"], name, spec.get("benchmark_root"))
         root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
         index = Index.open(root, settings=settings)
         index.refresh()
@@ -53,20 +64,41 @@ def main() -> None:
         queries = load_query_file(SHARED / "annotations" / f"{name}.json").queries
         indexed = [spans.count(q) for q in queries]
         repos.append((name, index, queries, indexed))
-    results = []
-    for combo in itertools.product(*grid.values()):
-        for name, value in zip(grid, combo, strict=True):
-            setattr(signals, name, value)
+    def score() -> tuple[float, dict[str, float]]:
         per_repo = {}
         for name, index, queries, indexed in repos:
             scores = [score_query(index.search(q.query, k=10), q, n)[1] for q, n in zip(queries, indexed, strict=True)]
             per_repo[name] = sum(scores) / len(scores)
-        mean = sum(per_repo.values()) / len(per_repo)
+        return sum(per_repo.values()) / len(per_repo), per_repo
+
+    if args.descent:
+        best, _ = score()
+        print(f"{best:.4f} start {{{', '.join(f'{n}: {getattr(signals, n)}' for n in grid)}}}", file=sys.stderr, flush=True)
+        for _ in range(args.descent):
+            for name, values in grid.items():
+                kept = getattr(signals, name)
+                for value in values:
+                    if value == kept:
+                        continue
+                    setattr(signals, name, value)
+                    mean, _ = score()
+                    print(f"{mean:.4f} {name}={value}", file=sys.stderr, flush=True)
+                    if mean > best + MIN_GAIN:
+                        best, kept = mean, value
+                setattr(signals, name, kept)
+        final = {name: getattr(signals, name) for name in grid}
+        mean, per_repo = score()
+        print(json.dumps({"ndcg10": round(mean, 4), "constants": final, "per_repo": {k: round(v, 4) for k, v in per_repo.items()}}, indent=1))
+        return
+    results = []
+    for combo in itertools.product(*grid.values()):
+        for name, value in zip(grid, combo, strict=True):
+            setattr(signals, name, value)
+        mean, per_repo = score()
         results.append((mean, dict(zip(grid, combo, strict=True)), per_repo))
         print(f"{mean:.4f} {dict(zip(grid, combo, strict=True))}", file=sys.stderr, flush=True)
     results.sort(key=lambda r: -r[0])
     print(json.dumps([{"ndcg10": round(m, 4), "constants": c, "per_repo": {k: round(v, 4) for k, v in p.items()}} for m, c, p in results[:10]], indent=1))
-
 
 if __name__ == "__main__":
     main()

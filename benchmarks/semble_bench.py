@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpora import from_git  # noqa: E402
+from splits import SPLITS  # noqa: E402
 
 from codewhere.api import Index, eval_method, eval_mode  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
@@ -143,6 +144,7 @@ def summarise(runs: list[RepoRun]) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repo", action="append", default=[], help="only these repos (repeatable)")
+    parser.add_argument("--split", choices=sorted(SPLITS), help="the repos of this split (benchmarks/splits.py)")
     parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
     parser.add_argument("--checkout", action="append", default=[], metavar="NAME=PATH")
     parser.add_argument("--peer", choices=["semble"], help="also run this peer in the same run")
@@ -152,6 +154,8 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a ranking constant of search/signals.py (for fitting on a dev split)")
     args = parser.parse_args()
+    if args.split:
+        args.repo = [*args.repo, *SPLITS[args.split]]
     for item in args.set:
         name, value = item.split("=", 1)
         if not hasattr(signals, name):
@@ -187,7 +191,7 @@ def main() -> None:
             missing.append(name)
             continue
         try:
-            checkout = from_git(source, spec["revision"], name)
+            checkout = from_git(source, spec["revision"], name, spec.get("benchmark_root"))
         except subprocess.CalledProcessError:
             missing.append(f"{name} (pinned commit not in the mirror)")
             continue

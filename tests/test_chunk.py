@@ -70,3 +70,22 @@ def test_same_text_same_hash_whatever_the_path() -> None:
     b = chunk_file(FileRecord("b/c.py", FileKind.CODE, "python", 0, 0), "x = 1\n")[0]
     assert a.content_hash == b.content_hash
     assert a.embed_text != b.embed_text
+
+
+def test_smallest_chunk_by_line_picks_the_innermost_chunk() -> None:
+    from codewhere.store.base import smallest_chunk_by_line
+
+    owner = smallest_chunk_by_line([(1, 1, 40), (2, 10, 20), (3, 18, 30)])
+    assert owner[5] == 1 and owner[12] == 2 and owner[19] == 2 and owner[25] == 3 and 41 not in owner
+
+
+def test_doc_chunks_record_the_code_names_they_mention() -> None:
+    from codewhere.chunk import chunk_source, mentioned_names
+    from codewhere.types import FileKind, FileRecord
+
+    text = "## Sessions\n\nUse `Session.send()` or :func:`~requests.get_netrc_auth`; call raise_for_status( when done.\n`id` is short.\n"
+    assert mentioned_names(text) == ("getnetrcauth", "raiseforstatus", "send")
+    doc = FileRecord("docs/api.md", FileKind.DOCS, "markdown", 0, 0)
+    code = FileRecord("src/api.py", FileKind.CODE, "python", 0, 0)
+    assert chunk_source(doc, text, None, "symbols")[0].mentions == ("getnetrcauth", "raiseforstatus", "send")
+    assert chunk_source(code, "x = `raise_for_status`\n", None, "lines")[0].mentions == ()

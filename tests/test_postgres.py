@@ -185,6 +185,27 @@ def test_newer_schema_is_refused(tmp_path: Path, team_dsn: str) -> None:
         _open(root)
 
 
+def test_a_version_1_database_is_migrated_and_its_files_rewritten(tmp_path: Path, team_dsn: str) -> None:
+    """Version 2 records where calls and definitions live; a version 1 index has no such
+    columns, so migrating forgets each repository's chunker version and its next refresh
+    rewrites every file."""
+    root = write_tree(tmp_path / "shop", SAMPLE_REPO)
+    with _open(root) as index:
+        index.refresh(vectors=False)
+    with psycopg.connect(team_dsn, autocommit=True) as conn:  # back to what version 1 wrote
+        conn.execute("""ALTER TABLE codewhere.chunks DROP COLUMN mentions;
+                        ALTER TABLE codewhere.symbols DROP COLUMN chunk_id;
+                        ALTER TABLE codewhere.edges DROP COLUMN chunk_id;
+                        UPDATE codewhere.settings SET value = '1' WHERE key = 'schema_version'""")
+    with _open(root) as index:
+        report = index.refresh(vectors=False)
+        assert report.files_added == report.files_kept > 0  # every file written again
+    with psycopg.connect(team_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT value FROM codewhere.settings WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+        assert conn.execute("SELECT count(*) FROM codewhere.edges WHERE chunk_id IS NULL").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM codewhere.symbols WHERE chunk_id IS NULL").fetchone()[0] == 0
+
+
 def test_the_schema_lives_in_its_own_namespace(tmp_path: Path, team_dsn: str) -> None:
     with psycopg.connect(team_dsn, autocommit=True) as conn:
         conn.execute("CREATE TABLE public.files(id int)")  # someone else's table of the same name

@@ -45,6 +45,36 @@ def test_definition_outranks_files_that_mention_the_name_more(tmp_path: Path, op
     assert [h.path for h in hits] == ["src/z_retry.py", "src/a_user.py"]
 
 
+def test_evidence_from_a_test_and_a_doc_section_reaches_the_code(tmp_path: Path, open_index) -> None:
+    """The question's words are only in a test (which calls the code) and in a doc section (which
+    names it); the code they point at must still be found, with the evidence named in `why`."""
+    filler = "".join(f"    step_{i} = prepared.headers.get('X-{i}')\n" for i in range(12))
+    write_tree(tmp_path, {
+        "src/auth.py": f"def strip_credentials(prepared, previous_url):\n{filler}    prepared.headers.pop('Authorization', None)\n",
+        "src/other.py": "def unrelated_helper(value):\n" + filler.replace("prepared", "value") + "    return value\n",
+        "tests/test_auth.py": (
+            "from src.auth import strip_credentials\n\n\n"
+            "def test_password_is_not_sent_to_another_site_after_a_redirect():\n"
+            "    # the password must not reach another site when a redirect changes the site\n"
+            "    strip_credentials(make_request(password='secret'), 'https://another.site/')\n"
+        ),
+        "docs/guide.md": (
+            "# Guide\n\n## Keeping a login secret\n\n"
+            "When the server answers with a new location, `unrelated_helper` keeps your login secret on the next hop.\n"
+        ),
+    })
+    index = open_index(tmp_path)
+    index.refresh()
+    hits = index.search("password sent to another site after a redirect", k=10)
+    code = next(h for h in hits if h.path == "src/auth.py")
+    assert code.why.get("evidence") and hits.index(code) < next(i for i, h in enumerate(hits) if h.path.startswith("tests/"))
+    without = index.search("password sent to another site after a redirect", k=10, disabled_signals=("evidence",))
+    assert all("evidence" not in h.why for h in without)
+    prose = index.search("keeping a login secret on the next hop", k=10)
+    helper = next(h for h in prose if h.path == "src/other.py")
+    assert helper.why.get("evidence")
+
+
 def test_plain_language_query_matches_split_identifiers(sample_repo: Path, open_index) -> None:
     index = open_index(sample_repo)
     index.refresh()

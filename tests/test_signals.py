@@ -39,6 +39,26 @@ def test_definition_boost_puts_the_definer_first() -> None:
     assert ids(signals.definition_boost([user, definer], query_shape("how retries work"))) == [1, 2]
 
 
+def test_definition_boost_prefers_the_file_named_after_the_symbol() -> None:
+    partial = cand(1, 0.030, "Dapper/SqlMapper.CacheInfo.cs", defines=("sqlmapper",))
+    home = cand(2, 0.025, "Dapper/SqlMapper.cs", defines=("sqlmapper",))
+    user = cand(3, 0.040, "Dapper/Other.cs")
+    out = signals.definition_boost([partial, home, user], query_shape("SqlMapper"))
+    assert ids(out) == [2, 1, 3]
+    assert out[0].why["definition"] == pytest.approx((1 + signals.DEFINITION_BOOST) * (1 + signals.DEFINITION_FILE_BOOST))
+    assert signals.file_named_after("lib/rack/requests.rb", frozenset({"request"}))  # plural file name
+    assert signals.file_named_after("src/retry_policy.py", frozenset({"retrypolicy"}))
+    assert not signals.file_named_after("src/retry_policy.py", frozenset({"retry"}))
+
+
+def test_size_prior_steps_small_chunks_back() -> None:
+    getter = cand(1, 0.020, head="def body(self):\n    return self._body\n")
+    real = cand(2, 0.018, head="".join(f"line {i}\n" for i in range(signals.SMALL_CHUNK_LINES + 1)))
+    out = signals.size_prior([getter, real], query_shape("request body"))
+    assert ids(out) == [2, 1] and out[1].why["size"] == signals.SMALL_CHUNK_PENALTY and "size" not in out[0].why
+    assert signals.chunk_lines("a\nb") == signals.chunk_lines("a\nb\n") == 2
+
+
 def test_kind_prior_demotes_tests_docs_examples_reexports_and_stubs_unless_asked() -> None:
     code = cand(1, 0.010)
     test = cand(2, 0.020, "tests/test_a.py", FileKind.TEST)
