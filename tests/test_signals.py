@@ -33,9 +33,9 @@ def test_fusion_weights_lean_on_names_for_identifiers() -> None:
 
 def test_definition_boost_puts_the_definer_first() -> None:
     user = cand(1, 0.030, defines=("run",))
-    definer = cand(2, 0.020, defines=("retrywithbackoff",))
+    definer = cand(2, 0.025, defines=("retrywithbackoff",))
     out = signals.definition_boost([user, definer], query_shape("retry_with_backoff"))
-    assert ids(out) == [2, 1] and out[0].why["definition"] == 2.0
+    assert ids(out) == [2, 1] and out[0].why["definition"] == 1 + signals.DEFINITION_BOOST
     assert ids(signals.definition_boost([user, definer], query_shape("how retries work"))) == [1, 2]
 
 
