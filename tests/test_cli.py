@@ -11,6 +11,8 @@ import apsw
 
 from codewhere.config import Settings
 from codewhere.locks import index_writer_lock
+from codewhere.search.signals import DEFINITION_BOOST
+from codewhere.store.sqlite import SCHEMA_VERSION
 from tests.conftest import write_tree
 
 
@@ -43,7 +45,7 @@ def test_search_json_schema(sample_repo: Path, cli) -> None:
     hit = payload["hits"][0]
     assert set(hit) == {"path", "start_line", "end_line", "score", "kind", "language", "snippet", "why"}
     assert (hit["path"], hit["start_line"], hit["kind"], hit["language"]) == ("src/web/handlers.ts", 2, "code", "typescript")
-    assert hit["why"]["names"] == 1 and hit["why"]["definition"] == 2.0
+    assert hit["why"]["names"] == 1 and hit["why"]["definition"] == 1 + DEFINITION_BOOST
     assert "getUserById" in hit["snippet"]
 
 
@@ -74,7 +76,7 @@ def test_index_summary_and_status(sample_repo: Path, cli) -> None:
     assert summary["chunks"] == status["chunks"] > 8
     text = cli("index", str(sample_repo))
     assert "files: 8 kept" in text.out and "skipped: 2 (asset 1, lockfile 1)" in text.out
-    assert status["files"] == 8 and status["meta"]["schema_version"] == "4"
+    assert status["files"] == 8 and status["meta"]["schema_version"] == SCHEMA_VERSION
 
 
 def test_nothing_is_written_inside_the_indexed_folder(sample_repo: Path, cli, isolated_cache: Path) -> None:

@@ -1,0 +1,72 @@
+"""What the ranking signals add to a warm query: plain fusion and hybrid, interleaved.
+
+    python benchmarks/signal_latency.py [--repo gin ...] [--split reported] [--rounds 5]
+
+Each repo of semble's benchmark is indexed once; then, `--rounds` times, every query runs as
+fusion (all signals off) and as hybrid (all on), one right after the other, so both see the same
+machine noise. Per repo: the median over queries of each query's median time (k = 10, snippets
+included, as a user's search); then the median over repos of the hybrid / fusion ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpora import from_git  # noqa: E402
+from semble_bench import SHARED, mirror_for  # noqa: E402
+from splits import SPLITS  # noqa: E402
+
+from codewhere.api import Index  # noqa: E402
+from codewhere.config import Settings  # noqa: E402
+from codewhere.evaluate import load_query_file  # noqa: E402
+from codewhere.search.signals import SIGNALS  # noqa: E402
+
+METHODS = {"fusion": frozenset(SIGNALS), "hybrid": frozenset()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repo", action="append", default=[])
+    parser.add_argument("--split", choices=sorted(SPLITS))
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
+    args = parser.parse_args()
+    names = [*args.repo, *(SPLITS[args.split] if args.split else ())] or ["gin", "chi", "requests", "flask"]
+    specs = {s["name"]: s for s in json.loads((SHARED / "repos.json").read_text())}
+    settings = Settings(cache_dir=Path(tempfile.mkdtemp(prefix="signal-latency-")), models_dir=Settings.from_env().model_cache)
+    ratios = []
+    for name in names:
+        spec = specs[name]
+        checkout = from_git(mirror_for(spec["url"], Path(args.mirrors)), spec["revision"], name, spec.get("benchmark_root"))
+        root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
+        index = Index.open(root, settings=settings)
+        index.refresh()
+        queries = [q.query for q in load_query_file(SHARED / "annotations" / f"{name}.json").queries]
+        times: dict[str, dict[str, list[float]]] = {m: {q: [] for q in queries} for m in METHODS}
+        for query in queries:  # warm-up: SQLite pages, lru caches
+            for disabled in METHODS.values():
+                index.search(query, k=10, disabled_signals=disabled)
+        for _ in range(args.rounds):
+            for query in queries:
+                for method, disabled in METHODS.items():
+                    started = time.perf_counter()
+                    index.search(query, k=10, disabled_signals=disabled)
+                    times[method][query].append(time.perf_counter() - started)
+        p50 = {m: statistics.median(statistics.median(t) for t in per_query.values()) * 1000 for m, per_query in times.items()}
+        ratios.append(p50["hybrid"] / p50["fusion"])
+        print(f"{name:<20} fusion {p50['fusion']:.2f} ms  hybrid {p50['hybrid']:.2f} ms  ratio {ratios[-1]:.2f}", flush=True)
+        index.close()
+    print(f"median ratio over {len(ratios)} repos: {statistics.median(ratios):.2f}")
+
+
+if __name__ == "__main__":
+    main()
