@@ -11,6 +11,7 @@ from codewhere.search.keyword import bm25_ranking, definition_ranking
 from codewhere.search.rerank import PairScorer, reorder, rerank_text
 from codewhere.search.snippets import snippet
 from codewhere.store import Store
+from codewhere.store.base import CandidateRow
 from codewhere.tokens import identifier_name, is_identifier_query
 from codewhere.types import FileKind, Filters, Hit, Mode, StoredChunk
 
@@ -69,7 +70,7 @@ def hybrid_ranked(
     rankings["names"] = list(dict.fromkeys([*names, *(cid for name in extra for cid in defined.get(name, []))]))[:RRF_DEPTH]
     weights = signals.fusion_weights(shape) if "query-shape" not in disabled else None
     fused = rrf(rankings, weights=weights)[: max(limit, signals.CANDIDATES)]
-    read: dict[int, StoredChunk] = {}
+    read: dict[int, CandidateRow] = {}
     candidates = _candidates(store, [(cid, score, dict(ranks)) for cid, score, ranks in fused], filters, read)
     if "definition" not in disabled:
         candidates = signals.definition_boost(candidates, shape)
@@ -81,11 +82,11 @@ def hybrid_ranked(
     candidates = signals.rescore(candidates, shape, [(n, f) for n, f in signals.AFTER_EVIDENCE if n not in disabled])
     if "coherence" not in disabled:
         candidates = signals.file_coherence(candidates)
-    return [Ranked(c.chunk_id, c.score, dict(c.why), read.get(c.chunk_id)) for c in candidates[:limit]]
+    return [Ranked(c.chunk_id, c.score, dict(c.why), read[c.chunk_id].chunk()) for c in candidates[:limit]]
 
 
 def _candidates(
-    store: Store, fused: list[tuple[int, float, dict[str, object]]], filters: Filters, read: dict[int, StoredChunk]
+    store: Store, fused: list[tuple[int, float, dict[str, object]]], filters: Filters, read: dict[int, CandidateRow]
 ) -> list[signals.Candidate]:
     """The signals' view of the fused chunks; `read` keeps each chunk so the hits need no second read."""
     rows = store.candidate_rows([cid for cid, _, _ in fused], filters)
@@ -94,8 +95,8 @@ def _candidates(
         row = rows.get(cid)
         if row is None:
             continue
-        chunk = read[cid] = row.chunk
-        out.append(signals.Candidate(cid, score, chunk.path, chunk.kind, chunk.start_line, chunk.text, row.defines, why, row.mentions))
+        read[cid] = row
+        out.append(signals.Candidate(cid, score, row.path, row.kind, row.start_line, row.text, row.defines, why, row.mentions))
     return out
 
 

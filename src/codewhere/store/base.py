@@ -19,6 +19,7 @@ from codewhere.types import (
     Edge,
     EdgeHit,
     EdgeRow,
+    FileKind,
     FileRecord,
     Filters,
     ModelInfo,
@@ -77,12 +78,26 @@ SELECT id, distance, via, path, line FROM walk ORDER BY distance, path, line
 """
 
 
-class CandidateRow(NamedTuple):
-    """What the ranking signals read of a candidate chunk."""
+FILE_KINDS: dict[str, FileKind] = {kind.value: kind for kind in FileKind}  # faster than FileKind(value) per row
 
-    chunk: StoredChunk
+
+class CandidateRow(NamedTuple):
+    """What the ranking signals read of a candidate chunk: a plain tuple, cheap to build for
+    every candidate of every query; `chunk()` makes the StoredChunk of the few that become hits."""
+
+    id: int
+    path: str
+    start_line: int
+    end_line: int
+    kind: FileKind
+    language: str
+    text: str
+    repo: str
     defines: tuple[str, ...]  # compound names the chunk defines
     mentions: tuple[str, ...]  # documentation: code names its prose mentions
+
+    def chunk(self) -> StoredChunk:
+        return StoredChunk(self.id, self.path, self.start_line, self.end_line, self.kind, self.language, self.text, self.repo)
 
 
 def smallest_chunk_by_line(chunks: Sequence[tuple[int, int, int]]) -> dict[int, int]:

@@ -27,6 +27,7 @@ from psycopg import sql
 from codewhere.config import redact_dsn
 from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError
 from codewhere.store.base import (
+    FILE_KINDS,
     CandidateRow,
     ChunkAt,
     FileState,
@@ -671,7 +672,7 @@ class PostgresStore:
             (list(ids), *params),
         )
         return {
-            int(cid): CandidateRow(StoredChunk(int(cid), path, start, end, FileKind(kind), language, text, repo),
+            int(cid): CandidateRow(int(cid), path, start, end, FILE_KINDS[kind], language, text, repo,
                                    tuple((names or "").split()), tuple((mentions or "").split()))
             for cid, path, start, end, kind, language, text, mentions, repo, names in rows
         }

@@ -19,6 +19,7 @@ import sqlite_vec
 from codewhere.errors import IndexFileError, ModelError, QueryError
 from codewhere.locks import index_writer_lock
 from codewhere.store.base import (
+    FILE_KINDS,
     CandidateRow,
     ChunkAt,
     FileState,
@@ -576,7 +577,7 @@ class SqliteStore:
             (*ids, *params),
         )
         return {
-            cid: CandidateRow(StoredChunk(cid, path, start, end, FileKind(kind), language, text),
+            cid: CandidateRow(cid, path, start, end, FILE_KINDS[kind], language, text, "",
                               tuple((names or "").split()), tuple((mentions or "").split()))
             for cid, path, start, end, kind, language, text, mentions, names in rows
         }
