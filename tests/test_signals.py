@@ -51,6 +51,14 @@ def test_definition_boost_prefers_the_file_named_after_the_symbol() -> None:
     assert not signals.file_named_after("src/retry_policy.py", frozenset({"retry"}))
 
 
+def test_path_signal_reads_the_file_name_and_its_folder() -> None:
+    far = cand(1, 0.020, "src/scheduler/a/b/util.rs")  # the word sits three folders up
+    near = cand(2, 0.015, "src/net/scheduler.rs")
+    out = signals.path_match([far, near], query_shape("how the scheduler works"))
+    assert ids(out) == [2, 1] and "path" not in out[1].why
+    assert out[0].why["path"] == pytest.approx(1 + signals.PATH_WEIGHT)
+
+
 def test_size_prior_steps_small_chunks_back() -> None:
     getter = cand(1, 0.020, head="def body(self):\n    return self._body\n")
     real = cand(2, 0.018, head="".join(f"line {i}\n" for i in range(signals.SMALL_CHUNK_LINES + 1)))

@@ -47,6 +47,7 @@ SIGNATURE_WEIGHT = 0.25  # × (1 + weight × share of query terms in the symbol'
 SMALL_CHUNK_LINES = 10  # chunks of at most this many lines (getters, one-line declarations) ...
 SMALL_CHUNK_PENALTY = 0.7  # ... × this: they match a question's words by density, not by substance
 PATH_WEIGHT = 4.0  # × (1 + weight × share of query terms in the file's path: `join_set.rs`, `websockets.py`)
+PATH_FOLDERS = 1  # the path signal reads the file name and this many folders above it (0: all)
 
 TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "mocks"})
 # "documentation" is left out on purpose: "documentation generation" asks for the code that generates it
@@ -290,9 +291,13 @@ def stem(word: str) -> str:
 
 
 @lru_cache(maxsize=65_536)
-def path_words(path: str) -> frozenset[str]:
-    """Stemmed words of a path's folders and file name, without the extension."""
-    parts = re.split(r"[/._-]", path.rsplit(".", 1)[0])
+def path_words(path: str, folders: int = 0) -> frozenset[str]:
+    """Stemmed words of the file name (without its extension) and of its last `folders`
+    folders (0: all of them)."""
+    trimmed = path.rsplit(".", 1)[0]
+    if folders:
+        trimmed = "/".join(trimmed.split("/")[-1 - folders :])
+    parts = re.split(r"[/._-]", trimmed)
     return frozenset(stem(p) for part in parts for p in (part.lower(), *split_identifier(part)) if p)
 
 
@@ -304,7 +309,7 @@ def line_words(line: str) -> frozenset[str]:
 def path_factor(c: Candidate, shape: QueryShape) -> float:
     if not shape.path_terms:
         return 1.0
-    return 1 + PATH_WEIGHT * len(shape.path_terms & path_words(c.path)) / len(shape.path_terms)
+    return 1 + PATH_WEIGHT * len(shape.path_terms & path_words(c.path, PATH_FOLDERS)) / len(shape.path_terms)
 
 
 def chunk_lines(text: str) -> int:
