@@ -89,3 +89,20 @@ def test_doc_chunks_record_the_code_names_they_mention() -> None:
     code = FileRecord("src/api.py", FileKind.CODE, "python", 0, 0)
     assert chunk_source(doc, text, None, "symbols")[0].mentions == ("getnetrcauth", "raiseforstatus", "send")
     assert chunk_source(code, "x = `raise_for_status`\n", None, "lines")[0].mentions == ()
+
+
+def test_a_long_function_becomes_windows_and_the_first_defines_it() -> None:
+    from codewhere.chunk import SPLIT_CHARS, chunk_source
+    from codewhere.parse import parse
+    from codewhere.types import FileKind, FileRecord
+
+    body = "".join(f"    step_{i} = compute_something_long(value, {i})\n" for i in range(SPLIT_CHARS // 20))
+    text = f"def short():\n    return 1\n\n\ndef long_one(value):\n{body}    return value\n"
+    record = FileRecord("src/a.py", FileKind.CODE, "python", 0, 0)
+    parsed = parse("python", text)
+    chunks = [c for c in chunk_source(record, text, parsed.symbols, "symbols") if c.start_line >= 5]
+    assert len(chunks) >= 2 and all(len(c.text) <= SPLIT_CHARS + 60 for c in chunks)
+    assert chunks[0].start_line == 5 and chunks[0].defines == ("longone",)
+    assert all(c.defines == () for c in chunks[1:])
+    assert all(b.start_line == a.end_line + 1 for a, b in zip(chunks, chunks[1:]))
+    assert chunks[-1].end_line == text.count("\n")

@@ -11,7 +11,7 @@ from codewhere.defs import find_definitions
 from codewhere.tokens import compound
 from codewhere.types import Chunk, FileKind, FileRecord, Symbol
 
-CHUNKER_VERSION = "2"  # bump when chunk boundaries or embedding texts change
+CHUNKER_VERSION = "3"  # bump when chunk boundaries or embedding texts change
 CHARS_PER_TOKEN = 4
 TARGET_TOKENS = 700
 OVERLAP_TOKENS = 80
@@ -146,9 +146,14 @@ def _chunk(record: FileRecord, start: int, end: int, body: str, embed_text: str,
                  content_hash(body, recipe), defines, embed)
 
 
+SPLIT_CHARS = 1500  # a longer function or method is cut into line windows of about this size (fitted on the dev split)
+
+
 def symbol_chunks(record: FileRecord, text: str, symbols: tuple[Symbol, ...]) -> list[Chunk]:
     """A chunk per top-level function and per method; a head chunk per class (its lines before
-    the first member); line windows for code between symbols."""
+    the first member); line windows for code between symbols. A symbol longer than SPLIT_CHARS
+    becomes consecutive windows: the first defines its name, each names it in its vector's text,
+    so a long function is found by the part that answers instead of by its first 2 KB."""
     lines = split_lines(text)
     by_name = {s.qualified_name: s for s in symbols}
     first_member: dict[str, int] = {}
@@ -172,10 +177,20 @@ def symbol_chunks(record: FileRecord, text: str, symbols: tuple[Symbol, ...]) ->
         body = "".join(lines[start - 1 : end])
         if not body.strip():
             continue
-        stored = utf8_prefix(body, STORED_BYTES)
-        # the symbol's header names its kind and qualified name: part of the vector's key
-        out.append(_chunk(record, start, end, stored, symbol_embed_text(record.path, symbol, body),
-                          (compound(symbol.name),), recipe=f"symbol:{symbol.kind}:{symbol.qualified_name}"))
+        if SPLIT_CHARS and len(body) > SPLIT_CHARS:
+            pieces = list(line_windows(body, SPLIT_CHARS, 0))
+            first_start, first_end, first_body = pieces[0]
+            out.append(_chunk(record, start, start + first_end - 1, first_body, symbol_embed_text(record.path, symbol, first_body),
+                              (compound(symbol.name),), recipe=f"symbol:{symbol.kind}:{symbol.qualified_name}"))
+            for p_start, p_end, p_body in pieces[1:]:
+                out.append(_chunk(record, start + p_start - 1, start + p_end - 1, p_body,
+                                  f"File: {record.path} | {symbol.kind} {symbol.qualified_name}\n{p_body}",
+                                  recipe=f"part:{symbol.kind}:{symbol.qualified_name}"))
+        else:
+            stored = utf8_prefix(body, STORED_BYTES)
+            # the symbol's header names its kind and qualified name: part of the vector's key
+            out.append(_chunk(record, start, end, stored, symbol_embed_text(record.path, symbol, body),
+                              (compound(symbol.name),), recipe=f"symbol:{symbol.kind}:{symbol.qualified_name}"))
         for line in range(start, min(end, len(lines)) + 1):
             covered[line] = True
     gap_start = None
