@@ -179,7 +179,7 @@ def symbol_chunks(record: FileRecord, text: str, symbols: tuple[Symbol, ...]) ->
             continue
         if SPLIT_CHARS and len(body) > SPLIT_CHARS:
             pieces = list(line_windows(body, SPLIT_CHARS, 0))
-            first_start, first_end, first_body = pieces[0]
+            _, first_end, first_body = pieces[0]
             out.append(_chunk(record, start, start + first_end - 1, first_body, symbol_embed_text(record.path, symbol, first_body),
                               (compound(symbol.name),), recipe=f"symbol:{symbol.kind}:{symbol.qualified_name}"))
             for p_start, p_end, p_body in pieces[1:]:
