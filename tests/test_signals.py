@@ -9,7 +9,8 @@ from codewhere.types import FileKind
 
 def cand(cid: int, score: float, path: str = "src/a.py", kind: FileKind = FileKind.CODE, head: str = "",
          defines: tuple[str, ...] = ()) -> Candidate:
-    return Candidate(cid, score, path, kind, 1, head, defines)
+    lines = head.count("\n") + (0 if head.endswith("\n") else 1)
+    return Candidate(cid, score, path, kind, 1, lines, head, defines)
 
 
 def ids(candidates: list[Candidate]) -> list[int]:
@@ -64,7 +65,8 @@ def test_size_prior_steps_small_chunks_back() -> None:
     real = cand(2, 0.018, head="".join(f"line {i}\n" for i in range(signals.SMALL_CHUNK_LINES + 1)))
     out = signals.size_prior([getter, real], query_shape("request body"))
     assert ids(out) == [2, 1] and out[1].why["size"] == signals.SMALL_CHUNK_PENALTY and "size" not in out[0].why
-    assert signals.chunk_lines("a\nb") == signals.chunk_lines("a\nb\n") == 2
+    at_limit = cand(3, 0.020, head="".join(f"line {i}\n" for i in range(signals.SMALL_CHUNK_LINES)))
+    assert signals.size_factor(at_limit, query_shape("x")) == signals.SMALL_CHUNK_PENALTY
 
 
 def test_kind_prior_demotes_tests_docs_examples_reexports_and_stubs_unless_asked() -> None:

@@ -107,6 +107,7 @@ class Candidate(NamedTuple):
     path: str
     kind: FileKind
     start_line: int
+    end_line: int
     text: str  # the chunk's text; signals read only its first lines (a symbol chunk's signature)
     defines: tuple[str, ...]  # compound names the chunk defines
     why: Mapping[str, object] = _NO_WHY
@@ -119,8 +120,8 @@ class Candidate(NamedTuple):
 
     def with_score(self, score: float, why: Mapping[str, object]) -> Candidate:
         # the constructor, not _replace (twice as slow): this runs for most candidates of every query
-        return Candidate(self.chunk_id, score, self.path, self.kind, self.start_line, self.text, self.defines, why,
-                         self.mentions)
+        return Candidate(self.chunk_id, score, self.path, self.kind, self.start_line, self.end_line, self.text,
+                         self.defines, why, self.mentions)
 
 
 def ordered(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -315,12 +316,8 @@ def path_factor(c: Candidate, shape: QueryShape) -> float:
     return 1 + PATH_WEIGHT * len(shape.path_terms & path_words(c.path, PATH_FOLDERS)) / len(shape.path_terms)
 
 
-def chunk_lines(text: str) -> int:
-    return text.count("\n") + (0 if text.endswith("\n") else 1)
-
-
 def size_factor(c: Candidate, shape: QueryShape) -> float:
-    return SMALL_CHUNK_PENALTY if chunk_lines(c.text) <= SMALL_CHUNK_LINES else 1.0
+    return SMALL_CHUNK_PENALTY if c.end_line - c.start_line < SMALL_CHUNK_LINES else 1.0
 
 
 def size_prior(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
@@ -341,25 +338,21 @@ def file_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
     for c in ordered(candidates):
         by_file[c.path].append(c)
     total = sum(c.score for c in candidates) or 1.0
-    lifted = []
-    for chunks in by_file.values():
-        best, rest = chunks[0], chunks[1:]
-        share = sum(c.score for c in rest) / total
-        lifted.append(best.rescored(1 + COHERENCE * share, "coherence"))
-        lifted.extend(rest)
-    ranked = ordered(lifted)
+    # the lift only raises a file's best chunk, so the order within each file, which sets the
+    # decay, is already known: one sort at the end instead of one per step
+    files = [[_lifted(chunks, total), *chunks[1:]] for chunks in by_file.values()]
     if FILE_REPEAT_DECAY <= 0:
-        kept, pushed, seen = [], [], defaultdict(int)
-        for c in ranked:
-            seen[c.path] += 1
-            (kept if seen[c.path] <= MAX_PER_FILE else pushed).append(c)
-        return kept + pushed
-    decayed, seen = [], defaultdict(int)
-    for c in ranked:
-        seen[c.path] += 1
-        extra = seen[c.path] - MAX_PER_FILE
-        decayed.append(c.rescored(FILE_REPEAT_DECAY ** extra, "coherence") if extra > 0 else c)
-    return ordered(decayed)
+        kept = ordered([c for chunks in files for c in chunks[:MAX_PER_FILE]])
+        return kept + ordered([c for chunks in files for c in chunks[MAX_PER_FILE:]])
+    return ordered([
+        c if rank < MAX_PER_FILE else c.rescored(FILE_REPEAT_DECAY ** (rank - MAX_PER_FILE + 1), "coherence")
+        for chunks in files for rank, c in enumerate(chunks)
+    ])
+
+
+def _lifted(chunks: list[Candidate], total: float) -> Candidate:
+    """A file's best chunk, lifted by the share of the candidates' score its other chunks hold."""
+    return chunks[0].rescored(1 + COHERENCE * sum(c.score for c in chunks[1:]) / total, "coherence")
 
 
 SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "path", "size", "coherence")

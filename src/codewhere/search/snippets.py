@@ -2,19 +2,40 @@
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
 from codewhere.tokens import index_tokens, query_terms
 
 MAX_LINE_CHARS = 200
+SCORED_LINE_CHARS = 2000  # a longer line (minified code) is scored on its start
 
 
 def snippet(text: str, start_line: int, query: str, lines: int = 3) -> tuple[int, str]:
     """(first line number shown, text) — `lines` lines starting at the best-matching line."""
     body = text.splitlines()
     terms = set(query_terms(query))
+    may_match = _term_pattern(frozenset(terms)).search
+    # a term can be one of a line's tokens only if it is a substring of the line folded like
+    # this; most lines hold none, and tokenising every line of ten hits cost a third of a query
+    folded = _fold(text).splitlines()
+    if len(folded) != len(body):  # lower() is not always length- and line-preserving
+        folded = [_fold(line) for line in body]
     best, best_score = 0, 0
     for i, line in enumerate(body):
-        score = len(terms & set(index_tokens(line[:2000]).split()))
+        if not may_match(folded[i], 0, SCORED_LINE_CHARS):
+            continue
+        score = len(terms & set(index_tokens(line[:SCORED_LINE_CHARS]).split()))
         if score > best_score:
             best, best_score = i, score
     shown = [line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "…" for line in body[best : best + lines]]
     return start_line + best, "\n".join(shown)
+
+
+def _fold(text: str) -> str:
+    return text.lower().replace("_", "").replace("-", "")
+
+
+@lru_cache(maxsize=256)
+def _term_pattern(terms: frozenset[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(t) for t in sorted(terms, key=len, reverse=True)) or "(?!)")
