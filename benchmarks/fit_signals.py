@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import tempfile
+from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -65,10 +66,17 @@ def main() -> None:
         indexed = [spans.count(q) for q in queries]
         repos.append((name, index, queries, indexed))
     def score() -> tuple[float, dict[str, float]]:
-        per_repo = {}
+        per_repo, by_category = {}, defaultdict(list)
         for name, index, queries, indexed in repos:
             scores = [score_query(index.search(q.query, k=10), q, n)[1] for q, n in zip(queries, indexed, strict=True)]
             per_repo[name] = sum(scores) / len(scores)
+            per_category = defaultdict(list)
+            for q, s in zip(queries, scores, strict=True):
+                per_category[q.category].append(s)
+            for category, values in per_category.items():
+                by_category[category].append(sum(values) / len(values))
+        # per category as semble_bench.py reports it: the mean over repos of each repo's mean
+        print("  " + "  ".join(f"{c} {sum(v) / len(v):.4f}" for c, v in sorted(by_category.items())), file=sys.stderr)
         return sum(per_repo.values()) / len(per_repo), per_repo
 
     if args.descent:

@@ -4,9 +4,9 @@ Each signal takes the candidates and the query's shape and returns them rescored
 name and effect in each changed candidate's `why`. None touches the database: the engine gathers
 the facts (kind, path, defined names, evidence links) first. Every constant lives here.
 
-Constants were fitted on a development split of semble's benchmark (cobra, sinatra, fastapi,
-model2vec, rack, commons-lang, tokio, dapper; benchmarks/fit_signals.py) and are reported on
-other repositories; see BENCHMARKS.md.
+Constants were fitted on the development split of semble's benchmark (27 repositories,
+benchmarks/splits.py, with benchmarks/fit_signals.py) and are reported on the other 22; see
+BENCHMARKS.md.
 """
 
 from __future__ import annotations
