@@ -106,3 +106,20 @@ def test_a_long_function_becomes_windows_and_the_first_defines_it() -> None:
     assert all(c.defines == () for c in chunks[1:])
     assert all(b.start_line == a.end_line + 1 for a, b in zip(chunks, chunks[1:]))
     assert chunks[-1].end_line == text.count("\n")
+
+
+def test_a_module_without_a_chunk_of_its_own_is_defined_where_it_starts() -> None:
+    from codewhere.chunk import chunk_source
+    from codewhere.parse import parse
+    from codewhere.types import FileKind, FileRecord
+
+    ruby = "module Sinatra\n  # helpers for routes\n  module Helpers\n    def status(value)\n      value\n    end\n  end\nend\n"
+    chunks = chunk_source(FileRecord("lib/base.rb", FileKind.CODE, "ruby", 0, 0), ruby, parse("ruby", ruby).symbols, "symbols")
+    holding = {name: [c for c in chunks if name in c.defines] for name in ("sinatra", "helpers", "status")}
+    assert [c.start_line for c in holding["helpers"]] == [1]  # the gap chunk before `def status`
+    assert holding["sinatra"] == holding["helpers"]
+    assert [(c.start_line, c.defines) for c in holding["status"]] == [(4, ("status",))]
+
+    cpp = "namespace fmt {\nint format_to(int x) {\n  return x;\n}\n}\n"
+    chunks = chunk_source(FileRecord("fmt/core.h", FileKind.CODE, "cpp", 0, 0), cpp, parse("cpp", cpp).symbols, "symbols")
+    assert [c.start_line for c in chunks if "fmt" in c.defines] == [1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from collections.abc import Iterator
@@ -12,6 +13,9 @@ from codewhere.tokens import compound
 from codewhere.types import Chunk, FileKind, FileRecord, Symbol
 
 CHUNKER_VERSION = "3"  # bump when chunk boundaries or embedding texts change
+# bump when what a chunk records beside its text changes (defined names, mentions): an index
+# rewrites its files at its next refresh and keeps its vectors
+RECORDS_VERSION = 3
 CHARS_PER_TOKEN = 4
 TARGET_TOKENS = 700
 OVERLAP_TOKENS = 80
@@ -200,7 +204,26 @@ def symbol_chunks(record: FileRecord, text: str, symbols: tuple[Symbol, ...]) ->
         elif gap_start is not None:
             out.extend(_window_chunks(record, lines, gap_start, line - 1))
             gap_start = None
-    return sorted(out, key=lambda c: (c.start_line, c.end_line))
+    return _define_unchunked(sorted(out, key=lambda c: (c.start_line, c.end_line)), symbols, {id(s) for *_, s in chunked})
+
+
+def _define_unchunked(chunks: list[Chunk], symbols: tuple[Symbol, ...], chunked: set[int]) -> list[Chunk]:
+    """A symbol without a chunk of its own (a Ruby module, a namespace, a closure inside a
+    function) is defined by the smallest chunk holding its first line, so `Sinatra::Helpers`
+    finds `module Helpers` by name."""
+    extra: dict[int, list[str]] = {}
+    starts = [c.start_line for c in chunks]
+    for symbol in symbols:
+        if id(symbol) in chunked:
+            continue
+        after = bisect.bisect_right(starts, symbol.start_line)
+        # chunks here barely overlap (only neighbouring line windows): the holders are just before
+        holding = [i for i in range(max(0, after - 4), after) if chunks[i].end_line >= symbol.start_line]
+        if holding:
+            smallest = min(holding, key=lambda i: chunks[i].end_line - chunks[i].start_line)
+            extra.setdefault(smallest, []).append(compound(symbol.name))
+    return [replace(c, defines=tuple(dict.fromkeys([*c.defines, *extra[i]]))) if i in extra else c
+            for i, c in enumerate(chunks)]
 
 
 # ---- markdown ----------------------------------------------------------------------------------
@@ -262,7 +285,7 @@ CHUNKERS = ("lines", "symbols")
 
 
 def chunker_version(chunker: str) -> str:
-    return f"{chunker}-{CHUNKER_VERSION}-2"
+    return f"{chunker}-{CHUNKER_VERSION}-{RECORDS_VERSION}"
 
 
 # `name`, ``name()``, :func:`~pkg.name`, and snake_case( / camelCase( calls written in prose
