@@ -41,8 +41,9 @@ def test_definition_boost_puts_the_definer_first() -> None:
 
 
 def test_definition_boost_prefers_the_file_named_after_the_symbol() -> None:
-    partial = cand(1, 0.030, "Dapper/SqlMapper.CacheInfo.cs", defines=("sqlmapper",))
-    home = cand(2, 0.025, "Dapper/SqlMapper.cs", defines=("sqlmapper",))
+    head = "public static partial class SqlMapper\n{"
+    partial = cand(1, 0.030, "Dapper/SqlMapper.CacheInfo.cs", head=head, defines=("sqlmapper",))
+    home = cand(2, 0.025, "Dapper/SqlMapper.cs", head=head, defines=("sqlmapper",))
     user = cand(3, 0.040, "Dapper/Other.cs")
     out = signals.definition_boost([partial, home, user], query_shape("SqlMapper"))
     assert ids(out) == [2, 1, 3]
@@ -50,6 +51,18 @@ def test_definition_boost_prefers_the_file_named_after_the_symbol() -> None:
     assert signals.file_named_after("lib/rack/requests.rb", frozenset({"request"}))  # plural file name
     assert signals.file_named_after("src/retry_policy.py", frozenset({"retrypolicy"}))
     assert not signals.file_named_after("src/retry_policy.py", frozenset({"retry"}))
+
+
+def test_a_name_typed_with_a_capital_is_defined_only_where_it_is_spelled_so() -> None:
+    method = cand(1, 0.030, "lib/sinatra/base.rb", head="    def helpers\n      @instance\n", defines=("helpers",))
+    module = cand(2, 0.025, "lib/sinatra/base.rb", head="  # routes\n  module Helpers\n", defines=("helpers",))
+    out = signals.definition_boost([method, module], query_shape("Sinatra::Helpers"))
+    assert ids(out) == [2, 1] and "definition" not in out[1].why
+    # typed in lowercase, the case says nothing: both are definers
+    out = signals.definition_boost([method, module], query_shape("helpers"))
+    assert ids(out) == [1, 2] and out[0].why["definition"] == out[1].why["definition"] == 1 + signals.DEFINITION_BOOST
+    assert query_shape("where does parseHeaders split lines").spelled.search("function parseHeaders(raw) {")
+    assert not query_shape("BaseModel").spelled.search("class BaseModelV1:")
 
 
 def test_path_signal_reads_the_file_name_and_its_folder() -> None:

@@ -88,3 +88,19 @@ while (running) {
         (1, "foo"), (2, "shouldstripauth"), (4, "handle"), (5, "usething"), (6, "parseit"),
         (7, "computesum"), (8, "deploy"), (9, "maxsize"),
     ]
+
+
+def test_definitions_in_languages_without_a_grammar_name_the_last_segment() -> None:
+    elixir = "defmodule Ecto.Query do\n  def from(expr, kw \\\\ []) do\n  defp build?(x), do: x\n  defmacro where(q, b)\n  from(q)\n"
+    assert find_definitions(elixir, "elixir") == [(1, "query"), (2, "from"), (3, "build"), (4, "where")]
+    haskell = (
+        "module Data.Aeson.Types.Internal\n  ( Parser\n  ) where\ndata Value = Object !Object\n"
+        "newtype Parser a = Parser {\nparseEither :: (a -> Parser b) -> a -> Either String b\n"
+        "parseEither m v = x\nclass (Monad m) => MonadParser m where\n  inner :: Int\n"
+    )
+    assert find_definitions(haskell, "haskell") == [(1, "internal"), (4, "value"), (5, "parser"), (6, "parseeither"),
+                                                    (8, "monadparser")]
+    lua = "local M = {}\nfunction M.setup(opts)\nfunction M:close()\nlocal function helper(x)\nM.run = function(a)\nM.value = 3\n"
+    assert find_definitions(lua, "lua") == [(2, "setup"), (3, "close"), (4, "helper"), (5, "run")]
+    zig = "pub fn parse(comptime T: type) !T {\nconst Self = @This();\npub const Param = struct {\nconst Kind = enum(u8) {\n"
+    assert find_definitions(zig, "zig") == [(1, "parse"), (3, "param"), (4, "kind")]

@@ -34,7 +34,28 @@ _TYPED_FUNCTION = re.compile(r"\s*(?:[\w:<>,*&\[\]]+\s+)+?[*&]*([A-Za-z_]\w*)\s*
 _SHELL_FUNCTION = re.compile(r"\s*(?:function\s+)?([A-Za-z_][\w\-]*)\s*\(\)\s*\{?")
 _C_DEFINE = re.compile(r"\s*#\s*define\s+([A-Za-z_]\w*)")
 
+# Languages without a grammar here: a qualified module name defines its last segment
+# (`defmodule Ecto.Query` defines `Query`, `function M.setup(` defines `setup`).
+_ELIXIR_MODULE = re.compile(r"\s*(?:defmodule|defprotocol)\s+(?:[A-Z]\w*\.)*([A-Z]\w*)")
+_ELIXIR_FUNCTION = re.compile(
+    r"\s*(?:def|defp|defmacro|defmacrop|defguard|defguardp|defdelegate|defn|defnp)\s+([a-z_]\w*[?!]?)"
+)
+_HASKELL_TYPE = re.compile(
+    r"(?:data|newtype|type|data\s+family|type\s+family|module|class(?:\s+.*=>)?)\s+(?:[A-Z][\w']*\.)*([A-Z][\w']*)"
+)
+_HASKELL_SIGNATURE = re.compile(r"([a-z_][\w']*)\s*::")  # top level only: no indentation
+_LUA_FUNCTION = re.compile(r"\s*(?:local\s+)?function\s+(?:[\w.]+[.:])?([A-Za-z_]\w*)\s*\(")
+_LUA_ASSIGNED = re.compile(r"\s*(?:local\s+)?(?:[\w.]+\.)?([A-Za-z_]\w*)\s*=\s*function\b")
+_ZIG_FUNCTION = re.compile(r"\s*(?:pub\s+)?(?:export\s+|extern\s+|inline\s+)?fn\s+([A-Za-z_]\w*)")
+_ZIG_TYPE = re.compile(
+    r"\s*(?:pub\s+)?const\s+([A-Za-z_]\w*)\s*(?::[^=]*)?=\s*(?:extern\s+|packed\s+)?(?:struct|enum|union|opaque)\b"
+)
+
 _BY_LANGUAGE: dict[str, tuple[re.Pattern[str], ...]] = {
+    "elixir": (_ELIXIR_MODULE, _ELIXIR_FUNCTION),
+    "haskell": (_HASKELL_TYPE, _HASKELL_SIGNATURE),
+    "lua": (_LUA_FUNCTION, _LUA_ASSIGNED),
+    "zig": (_ZIG_FUNCTION, _ZIG_TYPE),
     "python": (_KEYWORD_DEF,),
     "cython": (_KEYWORD_DEF,),
     "ruby": (_KEYWORD_DEF,),

@@ -47,6 +47,8 @@ SIGNATURE_WEIGHT = 0.25  # × (1 + weight × share of query terms in the symbol'
 SMALL_CHUNK_LINES = 10  # chunks of at most this many lines (getters, one-line declarations) ...
 SMALL_CHUNK_PENALTY = 0.7  # ... × this: they match a question's words by density, not by substance
 PATH_WEIGHT = 4.0  # × (1 + weight × share of query terms in the file's path: `join_set.rs`, `websockets.py`)
+MISSPELLED_DEFINITION_SHARE = 0.0  # of the boost, for a definer that doesn't spell a capitalised name as typed
+SPELLED_CHARS = 1000  # ... looked for in the chunk's first characters (`def helpers` is not `module Helpers`)
 PATH_FOLDERS = 1  # the path signal reads the file name and this many folders above it (0: all)
 
 TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "mocks"})
@@ -68,6 +70,7 @@ class QueryShape:
     wants_docs: bool
     term_set: frozenset[str] = frozenset()  # the terms, for the signature signal
     path_terms: frozenset[str] = frozenset()  # stems of the longer terms, for the path signal
+    spelled: re.Pattern[str] | None = None  # the names typed with a capital, as typed (`Helpers`, `BaseModel`)
 
 
 def query_shape(query: str) -> QueryShape:
@@ -80,7 +83,16 @@ def query_shape(query: str) -> QueryShape:
         terms, frozenset(n for n in names if n), identifier,
         bool(TEST_WORDS & set(words)), bool(DOCS_WORDS & set(words)),
         frozenset(terms), frozenset(stem(t) for t in terms if len(t) > 2),
+        _spelled_pattern(query, len(words) == 1),
     )
+
+
+def _spelled_pattern(query: str, alone: bool) -> re.Pattern[str] | None:
+    """The code names of a query that hold a capital, as whole words spelled exactly so: a
+    capital is deliberate, a lowercase name may be typed casually."""
+    typed = {last_segment(tok) for tok in query.split() if _looks_like_code(tok, alone)}
+    spelled = sorted(n for n in typed if re.fullmatch(r"[\w$]+", n) and re.search(r"[A-Z]", n))
+    return re.compile(rf"(?<![\w$])(?:{'|'.join(map(re.escape, spelled))})(?![\w$])") if spelled else None
 
 
 def last_segment(token: str) -> str:
@@ -160,9 +172,12 @@ def rescore(candidates: Sequence[Candidate], shape: QueryShape, factors: Sequenc
 def definition_factor(c: Candidate, shape: QueryShape) -> float:
     if not shape.names or shape.names.isdisjoint(c.defines):
         return 1.0
+    boost = DEFINITION_BOOST
+    if shape.spelled is not None and not shape.spelled.search(c.text, 0, SPELLED_CHARS):
+        boost *= MISSPELLED_DEFINITION_SHARE
     if file_named_after(c.path, shape.names):
-        return (1 + DEFINITION_BOOST) * (1 + DEFINITION_FILE_BOOST)
-    return 1 + DEFINITION_BOOST
+        return (1 + boost) * (1 + DEFINITION_FILE_BOOST)
+    return 1 + boost
 
 
 @lru_cache(maxsize=65_536)
@@ -178,7 +193,9 @@ def file_named_after(path: str, names: frozenset[str]) -> bool:
 
 def definition_boost(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
     """Signal `definition`: the chunk that defines a queried name outranks chunks that use it,
-    more so in a file named after it (`SqlMapper.cs` over the partial `SqlMapper.CacheInfo.cs`)."""
+    more so in a file named after it (`SqlMapper.cs` over the partial `SqlMapper.CacheInfo.cs`);
+    a name typed with a capital counts only where it is spelled so (`Sinatra::Helpers` is
+    `module Helpers`, not `def helpers`)."""
     return rescore(candidates, shape, [("definition", definition_factor)])
 
 
