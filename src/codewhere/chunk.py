@@ -13,7 +13,7 @@ from codewhere.tokens import compound
 from codewhere.types import Chunk, FileKind, FileRecord, Symbol
 
 CHUNKER_VERSION = "3"  # bump when chunk boundaries or embedding texts change
-# bump when what a chunk records beside its text changes (defined names, mentions): an index
+# bump when what is recorded beside the text changes (defined names, mentions, file kinds): an index
 # rewrites its files at its next refresh and keeps its vectors
 RECORDS_VERSION = 3
 CHARS_PER_TOKEN = 4

@@ -52,7 +52,9 @@ _TEST_FILE = re.compile(
     r"|.*_test\.go$"  # Go
     r"|.*Tests?\.(java|kt|scala|cs|swift)$|.*Spec\.(scala|kt|groovy)$"  # JVM, .NET, Swift
     r"|.*_spec\.rb$|.*_test\.rb$"  # Ruby
-    r"|.*Test\.php$)"  # PHP
+    r"|.*Test\.php$"  # PHP
+    r"|.*_(unit)?tests?\.(c|cc|cpp|cxx)$|^test_.*\.(c|cc|cpp|cxx)$"  # C, C++ (GoogleTest: `_test.cc`)
+    r"|.*_(spec|test)\.lua$|^test_.*\.lua$|.*_test\.(dart|exs)$|.*Spec\.hs$)"  # Lua, Dart, Elixir, Haskell
 )
 _CONFIG_NAMES = frozenset({
     "Makefile", "makefile", "GNUmakefile", "Dockerfile", "setup.cfg", "tox.ini", ".editorconfig",
