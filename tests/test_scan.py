@@ -179,6 +179,11 @@ def test_fifo_is_not_a_regular_file(tmp_path: Path) -> None:
         ("Makefile", FileKind.CONFIG),
         ("setup.cfg", FileKind.CONFIG),
         (".coveragerc", FileKind.CONFIG),
+        ("absl/types/CMakeLists.txt", FileKind.CONFIG),
+        ("absl/types/BUILD.bazel", FileKind.CONFIG),
+        ("tools/defs.bzl", FileKind.CONFIG),
+        ("app/build.gradle.kts", FileKind.CONFIG),
+        ("app/src/main/Main.kts", FileKind.CODE),
     ],
 )
 def test_kind_rules_cover_common_layouts(path: str, kind: FileKind) -> None:

@@ -26,17 +26,19 @@ LANGUAGE_BY_EXTENSION: dict[str, str] = {
     ".txt": "text", ".adoc": "asciidoc",
     ".json": "json", ".jsonc": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml",
     ".ini": "ini", ".cfg": "ini", ".xml": "xml", ".gradle": "groovy", ".groovy": "groovy",
-    ".proto": "protobuf", ".graphql": "graphql", ".tf": "hcl", ".cmake": "cmake",
+    ".proto": "protobuf", ".graphql": "graphql", ".tf": "hcl", ".cmake": "cmake", ".bzl": "starlark",
 }
 
 LANGUAGE_BY_FILENAME: dict[str, str] = {
     "Makefile": "make", "makefile": "make", "GNUmakefile": "make", "Dockerfile": "dockerfile",
     "CMakeLists.txt": "cmake", "Rakefile": "ruby", "Gemfile": "ruby", "BUILD": "starlark",
-    "BUILD.bazel": "starlark", "WORKSPACE": "starlark",
+    "BUILD.bazel": "starlark", "WORKSPACE": "starlark", "WORKSPACE.bazel": "starlark", "MODULE.bazel": "starlark",
 }
 
 DOCS_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc"})
-CONFIG_LANGUAGES = frozenset({"json", "yaml", "toml", "ini", "xml"})
+# build descriptions (CMake, Bazel) are configuration too: they name every source file and so
+# match questions about the code they build
+CONFIG_LANGUAGES = frozenset({"json", "yaml", "toml", "ini", "xml", "cmake", "starlark"})
 
 # Whole file names that are documentation whatever their extension.
 _DOCS_NAME = re.compile(
@@ -59,6 +61,8 @@ _TEST_FILE = re.compile(
 _CONFIG_NAMES = frozenset({
     "Makefile", "makefile", "GNUmakefile", "Dockerfile", "setup.cfg", "tox.ini", ".editorconfig",
     ".gitignore", ".gitattributes", ".codewhereignore", ".coveragerc", "MANIFEST.in",
+    "build.gradle", "settings.gradle", "build.gradle.kts", "settings.gradle.kts", "meson.build",
+    "configure.ac", "Makefile.am", "Makefile.in", "SConstruct", "BUCK",
 })
 
 LOCKFILES = frozenset({
