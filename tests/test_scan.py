@@ -166,6 +166,8 @@ def test_fifo_is_not_a_regular_file(tmp_path: Path) -> None:
         ("lib/widget_test.dart", FileKind.TEST),
         ("src/ParserSpec.hs", FileKind.TEST),
         ("docs/conf.py", FileKind.DOCS),
+        ("doc/man_docs.go", FileKind.CODE),
+        ("doc/README.md", FileKind.DOCS),
         ("docs/index.rst", FileKind.DOCS),
         ("README.md", FileKind.DOCS),
         ("HISTORY.md", FileKind.DOCS),

@@ -104,3 +104,22 @@ def test_definitions_in_languages_without_a_grammar_name_the_last_segment() -> N
     assert find_definitions(lua, "lua") == [(2, "setup"), (3, "close"), (4, "helper"), (5, "run")]
     zig = "pub fn parse(comptime T: type) !T {\nconst Self = @This();\npub const Param = struct {\nconst Kind = enum(u8) {\n"
     assert find_definitions(zig, "zig") == [(1, "parse"), (3, "param"), (4, "kind")]
+
+
+@pytest.mark.parametrize(
+    ("language", "source", "names"),
+    [
+        ("perl", "package Mojo::UserAgent;\nsub start {\n  my $self = shift;\n", ["useragent", "start"]),
+        ("r", "read_config <- function(path) {\nhelper = function(x) x\nx <- 3\n", ["readconfig", "helper"]),
+        ("clojure", "(defn wrap-params\n  [handler]\n(defprotocol Store\n(def ^:private cache (atom {}))\n",
+         ["wrapparams", "store", "cache"]),
+        ("julia", "module Flux\nfunction train!(loss, ps)\nmutable struct State\narea(r) = pi * r^2\nx == y\n",
+         ["flux", "train", "state", "area"]),
+        ("ocaml", "let rec parse_expr lexbuf =\nand parse_term t =\ntype token = INT of int\nmodule Lexer = struct\nlet () = main ()\n",
+         ["parseexpr", "parseterm", "token", "lexer"]),
+        ("erlang", "-module(cowboy_req).\nparse_header(Name, Req) ->\nreply(S, Req) when is_integer(S) ->\n    ok.\n",
+         ["cowboyreq", "parseheader", "reply"]),
+    ],
+)
+def test_definitions_in_more_languages(language: str, source: str, names: list[str]) -> None:
+    assert [name for _, name in find_definitions(source, language)] == names

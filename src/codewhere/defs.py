@@ -51,11 +51,32 @@ _ZIG_TYPE = re.compile(
     r"\s*(?:pub\s+)?const\s+([A-Za-z_]\w*)\s*(?::[^=]*)?=\s*(?:extern\s+|packed\s+)?(?:struct|enum|union|opaque)\b"
 )
 
+_PERL_DEF = re.compile(r"\s*(?:sub\s+([A-Za-z_]\w*)|package\s+(?:\w+::)*(\w+))")
+_R_FUNCTION = re.compile(r"\s*([A-Za-z_.][\w.]*)\s*(?:<-|=)\s*function\b")
+_CLOJURE_DEF = re.compile(
+    r"\s*\((?:defn-?|defmacro|defmulti|defprotocol|defrecord|deftype|definterface|defonce|def)\s+"
+    r"(?:\^\S+\s+)?([A-Za-z_*+!?<>=-][\w*+!?<>=-]*)"
+)
+_JULIA_DEF = re.compile(
+    r"\s*(?:function|macro|module|baremodule|(?:mutable\s+)?struct|abstract\s+type|primitive\s+type)\s+"
+    r"(?:[A-Z]\w*\.)*([A-Za-z_]\w*!?)"
+)
+_JULIA_SHORT_FUNCTION = re.compile(r"([A-Za-z_]\w*!?)\([^()]*\)\s*=[^=]")  # `area(r) = pi * r^2`, top level
+_OCAML_VALUE = re.compile(r"\s*(?:let(?:\s+rec)?|and|val|external)\s+([a-z_][\w']*)")
+_OCAML_TYPE = re.compile(r"\s*(?:type|module(?:\s+type)?|class)\s+(?:nonrec\s+)?(?:'\w+\s+|\([^)]*\)\s+)?([A-Za-z_][\w']*)")
+_ERLANG_DEF = re.compile(r"(?:-(?:module|record|type)\(([a-z]\w*)|([a-z]\w*)\(.*\)\s*(?:when\s.*)?->)")
+
 _BY_LANGUAGE: dict[str, tuple[re.Pattern[str], ...]] = {
     "elixir": (_ELIXIR_MODULE, _ELIXIR_FUNCTION),
     "haskell": (_HASKELL_TYPE, _HASKELL_SIGNATURE),
     "lua": (_LUA_FUNCTION, _LUA_ASSIGNED),
     "zig": (_ZIG_FUNCTION, _ZIG_TYPE),
+    "perl": (_PERL_DEF,),
+    "r": (_R_FUNCTION,),
+    "clojure": (_CLOJURE_DEF,),
+    "julia": (_JULIA_DEF, _JULIA_SHORT_FUNCTION),
+    "ocaml": (_OCAML_VALUE, _OCAML_TYPE),
+    "erlang": (_ERLANG_DEF,),
     "python": (_KEYWORD_DEF,),
     "cython": (_KEYWORD_DEF,),
     "ruby": (_KEYWORD_DEF,),
@@ -86,7 +107,8 @@ def find_definitions(text: str, language: str = "") -> list[tuple[int, str]]:
             continue
         for pattern in patterns:
             match = pattern.match(line)
-            if match and match.group(1) not in _KEYWORDS:
-                found.append((number, compound(match.group(1).rstrip("?!"))))
+            name = match and next((g for g in match.groups() if g), None)
+            if name and name not in _KEYWORDS:
+                found.append((number, compound(name.rstrip("?!"))))
                 break
     return found

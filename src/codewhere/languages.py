@@ -105,7 +105,9 @@ def kind_of(path: str, language: str) -> FileKind:
     name = p.name
     if dirs & _TEST_DIRS or _TEST_FILE.match(name):
         return FileKind.TEST
-    if dirs & _DOCS_DIRS or language in DOCS_LANGUAGES or _DOCS_NAME.match(name):
+    # Go keeps no documentation sources: a `doc/` folder of .go files is a package (cobra/doc)
+    in_docs_dir = bool(dirs & _DOCS_DIRS) and language != "go"
+    if in_docs_dir or language in DOCS_LANGUAGES or _DOCS_NAME.match(name):
         return FileKind.DOCS
     if language in CONFIG_LANGUAGES or name in _CONFIG_NAMES or (not language and name.startswith(".")):
         return FileKind.CONFIG
