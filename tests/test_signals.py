@@ -73,6 +73,16 @@ def test_path_signal_reads_the_file_name_and_its_folder() -> None:
     assert out[0].why["path"] > 1
 
 
+def test_path_signal_matches_a_word_that_starts_another() -> None:
+    other = cand(1, 0.020, "lua/lazy/core/plugin.lua")
+    lock = cand(2, 0.015, "lua/lazy/manage/lock.lua")
+    out = signals.path_match([other, lock], query_shape("how the lockfile pins commits"))
+    assert ids(out) == [2, 1] and out[0].why["path"] > 1 and "path" not in out[1].why
+    shape = query_shape("lockfile")
+    assert signals.path_factor(cand(3, 0.01, "src/lo.py"), shape) == 1.0  # too short to count as a prefix
+    assert signals.path_factor(cand(4, 0.01, "src/configuration.py"), query_shape("config loading")) > 1.0
+
+
 def test_size_prior_steps_small_chunks_back() -> None:
     getter = cand(1, 0.020, head="def body(self):\n    return self._body\n")
     real = cand(2, 0.018, head="".join(f"line {i}\n" for i in range(signals.SMALL_CHUNK_LINES + 1)))

@@ -50,6 +50,7 @@ PATH_WEIGHT = 4.0  # × (1 + weight × share of query terms in the file's path: 
 MISSPELLED_DEFINITION_SHARE = 0.0  # of the boost, for a definer that doesn't spell a capitalised name as typed
 SPELLED_CHARS = 1000  # ... looked for in the chunk's first characters (`def helpers` is not `module Helpers`)
 PATH_FOLDERS = 1  # the path signal reads the file name and this many folders above it (0: all)
+PATH_PREFIX_MIN = 3  # path and query words match when one starts the other, both this long (`lock`, `lockfile`)
 
 TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "mocks"})
 # "documentation" is left out on purpose: "documentation generation" asks for the code that generates it
@@ -330,7 +331,23 @@ def line_words(line: str) -> frozenset[str]:
 def path_factor(c: Candidate, shape: QueryShape) -> float:
     if not shape.path_terms:
         return 1.0
-    return 1 + PATH_WEIGHT * len(shape.path_terms & path_words(c.path, PATH_FOLDERS)) / len(shape.path_terms)
+    matched = _path_matches(c.path, shape.path_terms, PATH_FOLDERS, PATH_PREFIX_MIN)
+    return 1 + PATH_WEIGHT * matched / len(shape.path_terms)
+
+
+@lru_cache(maxsize=65_536)
+def _path_matches(path: str, terms: frozenset[str], folders: int, prefix_min: int) -> int:
+    """How many of the query's stems the path's words hold, exactly or (semble's rule) as a
+    prefix either way: `lockfile` finds `lock.lua`, `config` finds `configuration.py`."""
+    words = path_words(path, folders)
+    exact = terms & words
+    if not prefix_min:
+        return len(exact)
+    prefixed = sum(
+        1 for t in terms - exact
+        if any(min(len(t), len(w)) >= prefix_min and (t.startswith(w) or w.startswith(t)) for w in words)
+    )
+    return len(exact) + prefixed
 
 
 def size_factor(c: Candidate, shape: QueryShape) -> float:
