@@ -17,7 +17,7 @@ def snippet(text: str, start_line: int, query: str, lines: int = 3) -> tuple[int
     terms = set(query_terms(query))
     may_match = _term_pattern(frozenset(terms)).search
     # a term can be one of a line's tokens only if it is a substring of the line folded like
-    # this; most lines hold none, and tokenising every line of ten hits cost a third of a query
+    # this; most lines hold none, and tokenising every line of ten hits was most of the cost
     folded = _fold(text).splitlines()
     if len(folded) != len(body):  # lower() is not always length- and line-preserving
         folded = [_fold(line) for line in body]
