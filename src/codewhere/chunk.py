@@ -118,9 +118,13 @@ def utf8_prefix(text: str, limit: int) -> str:
     return data[:limit].decode("utf-8", errors="ignore")
 
 
+def symbol_header(path: str, symbol: Symbol) -> str:
+    return f"File: {path} | {symbol.kind} {symbol.qualified_name}"
+
+
 def symbol_embed_text(path: str, symbol: Symbol, body: str) -> str:
     """`File: path | kind name`, the signature with decorators, then the lines that carry meaning."""
-    head = [f"File: {path} | {symbol.kind} {symbol.qualified_name}", *symbol.decorators, symbol.signature]
+    head = [symbol_header(path, symbol), *symbol.decorators, symbol.signature]
     lines = []
     for line in body.split("\n")[1:]:
         stripped = line.strip()
@@ -182,19 +186,18 @@ def symbol_chunks(record: FileRecord, text: str, symbols: tuple[Symbol, ...]) ->
         if not body.strip():
             continue
         if SPLIT_CHARS and len(body) > SPLIT_CHARS:
-            pieces = list(line_windows(body, SPLIT_CHARS, 0))
-            _, first_end, first_body = pieces[0]
-            out.append(_chunk(record, start, start + first_end - 1, first_body, symbol_embed_text(record.path, symbol, first_body),
-                              (compound(symbol.name),), recipe=f"symbol:{symbol.kind}:{symbol.qualified_name}"))
-            for p_start, p_end, p_body in pieces[1:]:
-                out.append(_chunk(record, start + p_start - 1, start + p_end - 1, p_body,
-                                  f"File: {record.path} | {symbol.kind} {symbol.qualified_name}\n{p_body}",
-                                  recipe=f"part:{symbol.kind}:{symbol.qualified_name}"))
+            (_, head_end, head), *parts = line_windows(body, SPLIT_CHARS, 0)
+            stored = head
         else:
+            head_end, head, parts = end - start + 1, body, []
             stored = utf8_prefix(body, STORED_BYTES)
-            # the symbol's header names its kind and qualified name: part of the vector's key
-            out.append(_chunk(record, start, end, stored, symbol_embed_text(record.path, symbol, body),
-                              (compound(symbol.name),), recipe=f"symbol:{symbol.kind}:{symbol.qualified_name}"))
+        # the symbol's header names its kind and qualified name: part of the vector's key
+        out.append(_chunk(record, start, start + head_end - 1, stored, symbol_embed_text(record.path, symbol, head),
+                          (compound(symbol.name),), recipe=f"symbol:{symbol.kind}:{symbol.qualified_name}"))
+        for p_start, p_end, p_body in parts:
+            out.append(_chunk(record, start + p_start - 1, start + p_end - 1, p_body,
+                              f"{symbol_header(record.path, symbol)}\n{p_body}",
+                              recipe=f"part:{symbol.kind}:{symbol.qualified_name}"))
         for line in range(start, min(end, len(lines)) + 1):
             covered[line] = True
     gap_start = None

@@ -96,7 +96,8 @@ def _candidates(
         if row is None:
             continue
         read[cid] = row
-        out.append(signals.Candidate(cid, score, row.path, row.kind, row.start_line, row.end_line, row.text, row.defines, why, row.mentions))
+        out.append(signals.Candidate(cid, score, row.path, row.kind, row.start_line, row.end_line, row.text, row.defines,
+                                     why, row.mentions))
     return out
 
 
