@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -137,8 +138,16 @@ class Candidate(NamedTuple):
                          self.defines, why, self.mentions)
 
 
+_BY_ID = itemgetter(0)
+_BY_SCORE = itemgetter(1)
+
+
 def ordered(candidates: Sequence[Candidate]) -> list[Candidate]:
-    return sorted(candidates, key=lambda c: (-c.score, c.chunk_id))
+    """Best score first, ties by chunk id. Two stable sorts on C key functions: several times
+    faster than one on a (-score, id) tuple built in Python, and the same order."""
+    out = sorted(candidates, key=_BY_ID)
+    out.sort(key=_BY_SCORE, reverse=True)
+    return out
 
 
 # ---- signals ---------------------------------------------------------------------------------
@@ -201,9 +210,11 @@ def definition_boost(candidates: Sequence[Candidate], shape: QueryShape) -> list
 
 
 def is_reexport(c: Candidate) -> bool:
-    if not _path_flags(c.path)[2]:
-        return False
-    lines = [line for line in first_lines(c.text, REEXPORT_LINES) if line.strip()]
+    return _path_flags(c.path)[2] and _only_reexports(c.text)
+
+
+def _only_reexports(text: str) -> bool:
+    lines = [line for line in first_lines(text, REEXPORT_LINES) if line.strip()]
     return bool(lines) and sum(1 for line in lines if _REEXPORT_LINE.match(line)) >= 0.8 * len(lines)
 
 
@@ -221,12 +232,12 @@ def path_prior(c: Candidate, shape: QueryShape) -> float:
         factor *= DOCS_PENALTY
     elif c.kind is FileKind.CONFIG:
         factor *= CONFIG_PENALTY
-    example, stub, _ = _path_flags(c.path)
+    example, stub, reexport_name = _path_flags(c.path)
     if example and not shape.wants_tests:
         factor *= EXAMPLE_PENALTY
     if stub:
         factor *= STUB_PENALTY
-    elif is_reexport(c):
+    elif reexport_name and _only_reexports(c.text):
         factor *= REEXPORT_PENALTY
     return factor
 
@@ -292,8 +303,24 @@ def first_lines(text: str, n: int) -> list[str]:
 def signature_factor(c: Candidate, shape: QueryShape) -> float:
     if not c.defines or not shape.term_set:
         return 1.0
-    words = frozenset().union(*(line_words(line) for line in first_lines(c.text, 2)))
-    return 1 + SIGNATURE_WEIGHT * len(shape.term_set & words) / len(shape.term_set)
+    return 1 + SIGNATURE_WEIGHT * len(shape.term_set & signature_words(_head(c.text, 2))) / len(shape.term_set)
+
+
+def _head(text: str, lines: int) -> str:
+    """The text up to the end of its `lines`-th line, without its newline."""
+    end = -1
+    for _ in range(lines):
+        end = text.find("\n", end + 1)
+        if end < 0:
+            return text
+    return text[:end]
+
+
+@lru_cache(maxsize=65_536)
+def signature_words(head: str) -> frozenset[str]:
+    """The words of a symbol chunk's first lines (its name and signature), split and whole;
+    cached: the same chunks come back query after query."""
+    return frozenset().union(*(line_words(line) for line in head.split("\n")))
 
 
 def signature_weight(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
