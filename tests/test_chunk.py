@@ -123,3 +123,49 @@ def test_a_module_without_a_chunk_of_its_own_is_defined_where_it_starts() -> Non
     cpp = "namespace fmt {\nint format_to(int x) {\n  return x;\n}\n}\n"
     chunks = chunk_source(FileRecord("fmt/core.h", FileKind.CODE, "cpp", 0, 0), cpp, parse("cpp", cpp).symbols, "symbols")
     assert [c.start_line for c in chunks if "fmt" in c.defines] == [1]
+
+
+def test_without_a_grammar_definitions_cut_the_file_and_small_pieces_merge() -> None:
+    from codewhere.chunk import DEFINITION_PIECE_CHARS, chunk_source
+
+    filler = "".join(f"    x{i} = compute({i}) + other_value({i})\n" for i in range(30))  # ~1,200 chars
+    elixir = (
+        "defmodule Plug.Conn do\n"
+        "  @moduledoc false\n"
+        "\n"
+        '  @doc """\n'
+        "  Halts the plug pipeline.\n"
+        '  """\n'
+        "  def halt(conn) do\n"
+        "    %{conn | halted: true}\n"
+        "  end\n"
+        "\n"
+        "  # sends the response\n"
+        "  def send_resp(conn) do\n"
+        f"{filler}"
+        "  end\n"
+        "end\n"
+    )
+    record = FileRecord("lib/plug/conn.ex", FileKind.CODE, "elixir", 0, 0)
+    chunks = chunk_source(record, elixir, None, "symbols")
+    # the module head and `halt` merge (small); `send_resp` is too big to join them: a new piece
+    # that starts at its comment, and windows of at most the piece size after that
+    assert [(c.start_line, c.defines) for c in chunks][:2] == [(1, ("conn", "halt")), (11, ("sendresp",))]
+    assert chunks[-1].end_line == elixir.count("\n")
+    assert all(len(c.text) <= DEFINITION_PIECE_CHARS + 80 for c in chunks)
+    covered = [line for c in chunks for line in range(c.start_line, c.end_line + 1)]
+    assert covered == list(range(1, elixir.count("\n") + 1))  # every line once, no overlap
+    # a doc block right above a definition starts the definition's piece
+    big_head = elixir.replace("  @moduledoc false\n", "  @moduledoc false\n" + filler, 1)
+    doc_line = big_head.split("\n").index('  @doc """') + 1
+    assert doc_line in [c.start_line for c in chunk_source(record, big_head, None, "symbols")]
+
+
+def test_the_lines_chunker_keeps_the_study_windows_without_a_grammar() -> None:
+    from codewhere.chunk import chunk_file, chunk_source
+
+    text = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(200))
+    record = FileRecord("a.zig", FileKind.CODE, "zig", 0, 0)
+    assert [(c.start_line, c.end_line) for c in chunk_source(record, text, None, "lines")] == [
+        (c.start_line, c.end_line) for c in chunk_file(record, text)
+    ]

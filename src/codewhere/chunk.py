@@ -12,10 +12,10 @@ from codewhere.defs import find_definitions
 from codewhere.tokens import compound
 from codewhere.types import Chunk, FileKind, FileRecord, Symbol
 
-CHUNKER_VERSION = "3"  # bump when chunk boundaries or embedding texts change
-# bump when what is recorded beside the text changes (defined names, mentions, file kinds): an index
-# rewrites its files at its next refresh and keeps its vectors
-RECORDS_VERSION = 3
+CHUNKER_VERSION = "3"  # bump when embedding texts change: every vector is made again
+# bump when the cut or what is recorded beside the text changes (defined names, mentions, file
+# kinds): an index rewrites its files at its next refresh and keeps the vectors of unchanged texts
+RECORDS_VERSION = 4
 CHARS_PER_TOKEN = 4
 TARGET_TOKENS = 700
 OVERLAP_TOKENS = 80
@@ -229,6 +229,60 @@ def _define_unchunked(chunks: list[Chunk], symbols: tuple[Symbol, ...], chunked:
             for i, c in enumerate(chunks)]
 
 
+# ---- definition pieces (languages without a grammar) -------------------------------------------
+
+DEFINITION_PIECE_CHARS = 800  # pieces cut at definitions are merged up to this size; longer ones windowed
+_DOC_BLOCK_END = re.compile(r'^\s*("""|\'\'\')\s*$')
+_DOC_BLOCK_START = re.compile(r'^\s*@\w+\s+~?[sS]?("""|\'\'\')')  # Elixir's @doc """ … """
+
+
+def definition_chunks(record: FileRecord, text: str) -> list[Chunk]:
+    """Without a grammar, the definitions the regular expressions find (defs.py) cut the file: a
+    piece starts at each, with the comments and doc block right above it, and adjacent pieces
+    merge up to DEFINITION_PIECE_CHARS. A function is then found as one piece instead of as the
+    middle of a 2,800-character window it shares with its neighbours."""
+    definitions = find_definitions(text, record.language)
+    if not definitions or not DEFINITION_PIECE_CHARS:
+        return chunk_file(record, text)
+    lines = split_lines(text)
+    starts = sorted({1, *(_with_doc_above(lines, line) for line, _ in definitions)})
+    pieces = [(start, end - 1) for start, end in zip(starts, [*starts[1:], len(lines) + 1], strict=True) if start <= end - 1]
+    merged: list[tuple[int, int]] = []
+    size = 0
+    for start, end in pieces:
+        length = sum(len(line) for line in lines[start - 1 : end])
+        if merged and size + length <= DEFINITION_PIECE_CHARS:
+            merged[-1] = (merged[-1][0], end)
+            size += length
+        else:
+            merged.append((start, end))
+            size = length
+    out: list[Chunk] = []
+    for start, end in merged:
+        for w_start, w_end, body in line_windows("".join(lines[start - 1 : end]), DEFINITION_PIECE_CHARS, 0):
+            first, last = start + w_start - 1, start + w_end - 1
+            defines = tuple(dict.fromkeys(name for line, name in definitions if first <= line <= last))
+            out.append(_chunk(record, first, last, body, embed_text_for(record.path, body), defines))
+    return out
+
+
+def _with_doc_above(lines: list[str], line: int) -> int:
+    """The first line of the comments and doc block directly above a definition's line."""
+    first = line
+    while first > 1:
+        above = lines[first - 2]
+        if _COMMENT.match(above) or above.lstrip().startswith("@"):
+            first -= 1
+        elif _DOC_BLOCK_END.match(above):
+            opening = next((i for i in range(first - 2, max(0, first - 200), -1) if _DOC_BLOCK_START.match(lines[i - 1])), None)
+            if opening is None:
+                break
+            first = opening
+        else:
+            break
+    return first
+
+
 # ---- markdown ----------------------------------------------------------------------------------
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -323,6 +377,7 @@ def _cut(record: FileRecord, text: str, symbols: tuple[Symbol, ...] | None, chun
             return markdown_chunks(record, text)
         if symbols is not None:
             return symbol_chunks(record, text, symbols)
+        return definition_chunks(record, text)
     chunks = chunk_file(record, text)
     if symbols:  # the parser knows the definitions better than the regular expressions
         chunks = [
