@@ -147,6 +147,17 @@ def test_coherence_lifts_a_files_best_chunk_and_caps_chunks_per_file() -> None:
     assert sum(1 for c in out[:3] if c.path == "src/busy.py") == signals.MAX_PER_FILE
 
 
+def test_coherence_lift_is_relative_to_the_best_supported_file() -> None:
+    busy = [cand(1, 0.02, "src/busy.py"), cand(2, 0.01, "src/busy.py")]
+    pair = [cand(3, 0.02, "src/pair.py"), cand(4, 0.005, "src/pair.py")]
+    lifted = {c.chunk_id: c.why["coherence"] for c in signals.file_coherence([*busy, *pair]) if c.chunk_id in (1, 3)}
+    assert lifted == {1: pytest.approx(1 + signals.COHERENCE), 3: pytest.approx(1 + signals.COHERENCE * 0.5)}
+    # many weak one-chunk files joining the candidates leave the lift as it was
+    crowd = [cand(10 + i, 0.004, f"src/other{i}.py") for i in range(30)]
+    again = {c.chunk_id: c.why["coherence"] for c in signals.file_coherence([*busy, *pair, *crowd]) if c.chunk_id in (1, 3)}
+    assert again == lifted
+
+
 def test_rescoring_records_why_only_when_it_changes_something() -> None:
     c = cand(1, 0.02)
     assert c.rescored(1.0, "x") is c and "kind-prior" in c.rescored(0.3, "kind-prior").why

@@ -41,7 +41,7 @@ EXAMPLE_PENALTY = 0.5  # × for examples, benchmarks, vendored or compat code
 REEXPORT_PENALTY = 0.5  # × for __init__.py / index.ts chunks that only import and re-export
 STUB_PENALTY = 0.5  # × for .d.ts and .pyi declaration stubs
 EVIDENCE_SHARE = 0.5  # share of a test/doc chunk's score passed to the code it calls or names
-COHERENCE = 1.5  # × (1 + coherence × other chunks' share) for a file's best chunk
+COHERENCE = 1.5  # × (1 + coherence × its other chunks' score / the best-supported file's) for a file's best chunk
 MAX_PER_FILE = 1  # chunks of one file at full score; each further one is multiplied by FILE_REPEAT_DECAY
 FILE_REPEAT_DECAY = 0.15  # 0 pushes a file's extra chunks below every other file's (a hard cap)
 SIGNATURE_WEIGHT = 0.25  # × (1 + weight × share of query terms in the symbol's name and signature)
@@ -398,10 +398,14 @@ def file_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
     by_file: dict[str, list[Candidate]] = defaultdict(list)
     for c in ordered(candidates):
         by_file[c.path].append(c)
-    total = sum(c.score for c in candidates) or 1.0
+    # each file's support (its other chunks' score) against the best-supported file's, as semble
+    # scales it: the lift doesn't shrink because many weak candidates from other files came along
+    support = {path: sum(c.score for c in chunks[1:]) for path, chunks in by_file.items()}
+    most = max(support.values(), default=0.0) or 1.0
     # the lift only raises a file's best chunk, so the order within each file, which sets the
     # decay, is already known: one sort at the end instead of one per step
-    files = [[_lifted(chunks, total), *chunks[1:]] for chunks in by_file.values()]
+    files = [[chunks[0].rescored(1 + COHERENCE * support[path] / most, "coherence"), *chunks[1:]]
+             for path, chunks in by_file.items()]
     if FILE_REPEAT_DECAY <= 0:
         kept = ordered([c for chunks in files for c in chunks[:MAX_PER_FILE]])
         return kept + ordered([c for chunks in files for c in chunks[MAX_PER_FILE:]])
@@ -409,11 +413,6 @@ def file_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
         c if rank < MAX_PER_FILE else c.rescored(FILE_REPEAT_DECAY ** (rank - MAX_PER_FILE + 1), "coherence")
         for chunks in files for rank, c in enumerate(chunks)
     ])
-
-
-def _lifted(chunks: list[Candidate], total: float) -> Candidate:
-    """A file's best chunk, lifted by the share of the candidates' score its other chunks hold."""
-    return chunks[0].rescored(1 + COHERENCE * sum(c.score for c in chunks[1:]) / total, "coherence")
 
 
 SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "path", "size", "coherence")
