@@ -169,3 +169,15 @@ def test_the_lines_chunker_keeps_the_study_windows_without_a_grammar() -> None:
     assert [(c.start_line, c.end_line) for c in chunk_source(record, text, None, "lines")] == [
         (c.start_line, c.end_line) for c in chunk_file(record, text)
     ]
+
+
+def test_documentation_without_a_grammar_stays_in_line_windows() -> None:
+    from codewhere.chunk import chunk_file, chunk_source
+
+    text = "".join(f"function f{i} of the license applies to you\n\n" for i in range(150))
+    record = FileRecord("LICENSE", FileKind.DOCS, "", 0, 0)
+    assert [(c.start_line, c.end_line) for c in chunk_source(record, text, None, "symbols")] == [
+        (c.start_line, c.end_line) for c in chunk_file(record, text)
+    ]
+    as_code = chunk_source(FileRecord("license.sh", FileKind.CODE, "", 0, 0), text, None, "symbols")
+    assert len(as_code) > len(chunk_file(record, text))  # the same text as code is cut at "function …"

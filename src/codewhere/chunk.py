@@ -241,6 +241,8 @@ def definition_chunks(record: FileRecord, text: str) -> list[Chunk]:
     piece starts at each, with the comments and doc block right above it, and adjacent pieces
     merge up to DEFINITION_PIECE_CHARS. A function is then found as one piece instead of as the
     middle of a 2,800-character window it shares with its neighbours."""
+    if record.kind not in (FileKind.CODE, FileKind.TEST):  # a LICENSE's "definitions" are prose
+        return chunk_file(record, text)
     definitions = find_definitions(text, record.language)
     if not definitions or not DEFINITION_PIECE_CHARS:
         return chunk_file(record, text)
