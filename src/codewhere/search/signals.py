@@ -32,7 +32,7 @@ from codewhere.types import FileKind
 
 CANDIDATES = 50  # fused candidates the signals re-rank
 SEMANTIC_WEIGHT_FOR_IDENTIFIERS = 0.5  # query shape: an identifier is found by name, not by meaning
-DEFINITION_BOOST = 0.5  # × (1 + boost) for a chunk that defines a queried name
+DEFINITION_BOOST = 0.8  # × (1 + boost) for a chunk that defines a queried name
 DEFINITION_FILE_BOOST = 0.5  # × (1 + boost) more when its file is named after it (`SqlMapper.cs`, `request.rb`)
 TEST_PENALTY = 0.2  # × for tests, unless the query asks about tests
 DOCS_PENALTY = 0.3  # × for documentation, unless the query asks about docs
@@ -40,7 +40,7 @@ CONFIG_PENALTY = 0.5  # × for configuration files (CI, manifests, settings)
 EXAMPLE_PENALTY = 0.5  # × for examples, benchmarks, vendored or compat code
 REEXPORT_PENALTY = 0.5  # × for __init__.py / index.ts chunks that only import and re-export
 STUB_PENALTY = 0.5  # × for .d.ts and .pyi declaration stubs
-EVIDENCE_SHARE = 0.5  # share of a test/doc chunk's score passed to the code it calls or names
+EVIDENCE_SHARE = 0.25  # share of a test/doc chunk's score passed to the code it calls or names
 COHERENCE = 1.5  # × (1 + coherence × its other chunks' score / the best-supported file's) for a file's best chunk
 MAX_PER_FILE = 1  # chunks of one file at full score; each further one is multiplied by FILE_REPEAT_DECAY
 FILE_REPEAT_DECAY = 0.15  # 0 pushes a file's extra chunks below every other file's (a hard cap)
