@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from codewhere.embed import Embedder
@@ -71,7 +72,7 @@ def hybrid_ranked(
     weights = signals.fusion_weights(shape) if "query-shape" not in disabled else None
     fused = rrf(rankings, weights=weights)[: max(limit, signals.CANDIDATES)]
     read: dict[int, CandidateRow] = {}
-    candidates = _candidates(store, [(cid, score, dict(ranks)) for cid, score, ranks in fused], filters, read)
+    candidates = _candidates(store, fused, filters, read)
     if "definition" not in disabled:
         candidates = signals.definition_boost(candidates, shape)
     if "evidence" not in disabled:
@@ -86,7 +87,8 @@ def hybrid_ranked(
 
 
 def _candidates(
-    store: Store, fused: list[tuple[int, float, dict[str, object]]], filters: Filters, read: dict[int, CandidateRow]
+    store: Store, fused: Sequence[tuple[int, float, Mapping[str, object]]], filters: Filters,
+    read: dict[int, CandidateRow],
 ) -> list[signals.Candidate]:
     """The signals' view of the fused chunks; `read` keeps each chunk so the hits need no second read."""
     rows = store.candidate_rows([cid for cid, _, _ in fused], filters)
