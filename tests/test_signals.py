@@ -159,6 +159,24 @@ def test_coherence_lift_is_relative_to_the_best_supported_file() -> None:
     assert again == lifted
 
 
+def test_folder_lifts_a_file_whose_folder_holds_other_good_files() -> None:
+    lone = cand(1, 0.0200, "src/util.py")
+    manager = cand(2, 0.0190, "src/queue/manager.py")
+    helper = cand(3, 0.0080, "src/queue/manager.py")  # a file's second chunk is not its folder's support
+    siblings = [cand(4, 0.0150, "src/queue/redis.py"), cand(5, 0.0140, "src/queue/sync.py")]
+    out = signals.folder_coherence([lone, manager, helper, *siblings])
+    assert ids(out)[0] == 2 and "folder" not in out[ids(out).index(1)].why  # alone in src/: no support
+    by_id = {c.chunk_id: c for c in out}
+    most = 0.019 + 0.015  # sync.py's: the other two files of src/queue/
+    assert by_id[5].why["folder"] == pytest.approx(1 + signals.FOLDER_COHERENCE)
+    assert by_id[2].why["folder"] == pytest.approx(1 + signals.FOLDER_COHERENCE * (0.015 + 0.014) / most, abs=1e-3)
+    assert by_id[4].why["folder"] == pytest.approx(1 + signals.FOLDER_COHERENCE * (0.019 + 0.014) / most, abs=1e-3)
+    assert "folder" not in by_id[3].why  # only a file's best chunk is lifted
+    # nobody shares a folder: nothing moves
+    apart = [cand(1, 0.02, "a/x.py"), cand(2, 0.01, "b/y.py")]
+    assert signals.folder_coherence(apart) == apart
+
+
 def test_rescoring_records_why_only_when_it_changes_something() -> None:
     c = cand(1, 0.02)
     assert c.rescored(1.0, "x") is c and "kind-prior" in c.rescored(0.3, "kind-prior").why

@@ -81,6 +81,8 @@ def hybrid_ranked(
             lambda ids: {c.chunk_id: c for c in _candidates(store, [(cid, 0.0, {}) for cid in ids], filters, read)},
         )
     candidates = signals.rescore(candidates, shape, [(n, f) for n, f in signals.AFTER_EVIDENCE if n not in disabled])
+    if "folder" not in disabled:
+        candidates = signals.folder_coherence(candidates)
     if "coherence" not in disabled:
         candidates = signals.file_coherence(candidates)
     return [Ranked(c.chunk_id, c.score, dict(c.why), read[c.chunk_id].chunk()) for c in candidates[:limit]]

@@ -41,6 +41,7 @@ EXAMPLE_PENALTY = 0.5  # × for examples, benchmarks, vendored or compat code
 REEXPORT_PENALTY = 0.5  # × for __init__.py / index.ts chunks that only import and re-export
 STUB_PENALTY = 0.5  # × for .d.ts and .pyi declaration stubs
 EVIDENCE_SHARE = 0.25  # share of a test/doc chunk's score passed to the code it calls or names
+FOLDER_COHERENCE = 1.0  # × (1 + weight × the other files' best scores in its folder / the best-supported folder's)
 COHERENCE = 1.5  # × (1 + coherence × its other chunks' score / the best-supported file's) for a file's best chunk
 MAX_PER_FILE = 1  # chunks of one file at full score; each further one is multiplied by FILE_REPEAT_DECAY
 FILE_REPEAT_DECAY = 0.15  # 0 pushes a file's extra chunks below every other file's (a hard cap)
@@ -392,6 +393,29 @@ def path_match(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candi
     return rescore(candidates, shape, [("path", path_factor)])
 
 
+def folder_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Signal `folder`: good candidates from other files of the same folder lift a file's best
+    chunk (a question about a subsystem points at the folder that holds it: `Queue/`,
+    `task/`), against the best-supported file's folder support as `coherence` scales its own."""
+    best: dict[str, Candidate] = {}
+    for c in candidates:
+        if c.path not in best or (c.score, -c.chunk_id) > (best[c.path].score, -best[c.path].chunk_id):
+            best[c.path] = c
+    per_folder: dict[str, float] = defaultdict(float)
+    for path, c in best.items():
+        per_folder[folder_of(path)] += c.score
+    support = {path: per_folder[folder_of(path)] - c.score for path, c in best.items()}
+    most = max(support.values(), default=0.0)
+    if most <= 0:
+        return list(candidates)
+    lifted = {c.chunk_id: c.rescored(1 + FOLDER_COHERENCE * support[path] / most, "folder") for path, c in best.items()}
+    return ordered([lifted.get(c.chunk_id, c) for c in candidates])
+
+
+def folder_of(path: str) -> str:
+    return path.rpartition("/")[0]
+
+
 def file_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
     """Signal `coherence`: several good chunks in a file lift its best one; a file's further
     chunks step back (FILE_REPEAT_DECAY each) so one file can't fill the page."""
@@ -415,7 +439,7 @@ def file_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
     ])
 
 
-SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "path", "size", "coherence")
+SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "path", "size", "folder", "coherence")
 # the multiplicative signals that follow evidence, applied in one pass by the engine
 AFTER_EVIDENCE: tuple[tuple[str, Factor], ...] = (
     ("kind-prior", path_prior), ("signature", signature_factor), ("path", path_factor), ("size", size_factor),
