@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from codewhere.api import Index
 from codewhere.config import ConfigError, Settings
 from codewhere.embed import cross_encoder
 from codewhere.embed.fake import FakeEmbedder

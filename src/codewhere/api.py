@@ -16,7 +16,6 @@ from codewhere.embed import Embedder, cross_encoder
 from codewhere.embed.registry import DEFAULT_MODEL, BuildProgress, load_embedder
 from codewhere.errors import (
     IndexBusyError,
-    IndexFileError,
     ModelError,
     PathError,
     QueryError,
