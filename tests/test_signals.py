@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from codewhere.search import signals
+from codewhere.search.fuse import rrf
 from codewhere.search.signals import Candidate, query_shape
 from codewhere.types import FileKind
 
@@ -30,6 +31,12 @@ def test_query_shape() -> None:
 def test_fusion_weights_lean_on_names_for_identifiers() -> None:
     assert signals.fusion_weights(query_shape("getUserById"))["semantic"] < 1.0
     assert signals.fusion_weights(query_shape("how users are loaded"))["semantic"] == 1.0
+    # a chunk that uses the name tops both text lists; the one that defines it is only in the
+    # definers' list: for an identifier the definer wins, for prose the user
+    user, definer = 1, 2
+    lists = {"keyword": [user], "semantic": [user], "names": [definer]}
+    assert [cid for cid, _, _ in rrf(lists, weights=signals.fusion_weights(query_shape("getUserById")))] == [definer, user]
+    assert [cid for cid, _, _ in rrf(lists, weights=signals.fusion_weights(query_shape("how users are loaded")))] == [user, definer]
 
 
 def test_definition_boost_puts_the_definer_first() -> None:

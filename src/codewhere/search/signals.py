@@ -31,7 +31,8 @@ from codewhere.types import FileKind
 # ---- constants (one place; see the module docstring for how they were chosen) ----------------
 
 CANDIDATES = 50  # fused candidates the signals re-rank
-SEMANTIC_WEIGHT_FOR_IDENTIFIERS = 0.5  # query shape: an identifier is found by name, not by meaning
+SEMANTIC_WEIGHT_FOR_IDENTIFIERS = 0.5  # query shape: an identifier is found by name, not by meaning ...
+NAMES_WEIGHT_FOR_IDENTIFIERS = 3.0  # ... and first where it is defined: the definers' list outweighs BM25's
 DEFINITION_BOOST = 0.8  # × (1 + boost) for a chunk that defines a queried name
 DEFINITION_FILE_BOOST = 0.5  # × (1 + boost) more when its file is named after it (`SqlMapper.cs`, `request.rb`)
 TEST_PENALTY = 0.2  # × for tests, unless the query asks about tests
@@ -157,7 +158,7 @@ def ordered(candidates: Sequence[Candidate]) -> list[Candidate]:
 def fusion_weights(shape: QueryShape) -> dict[str, float]:
     """Signal `query-shape`: identifiers lean on keyword and name lists, prose stays balanced."""
     if shape.identifier:
-        return {"keyword": 1.0, "names": 1.0, "semantic": SEMANTIC_WEIGHT_FOR_IDENTIFIERS}
+        return {"keyword": 1.0, "names": NAMES_WEIGHT_FOR_IDENTIFIERS, "semantic": SEMANTIC_WEIGHT_FOR_IDENTIFIERS}
     return {"keyword": 1.0, "names": 1.0, "semantic": 1.0}
 
 
