@@ -211,10 +211,6 @@ def definition_boost(candidates: Sequence[Candidate], shape: QueryShape) -> list
     return rescore(candidates, shape, [("definition", definition_factor)])
 
 
-def is_reexport(c: Candidate) -> bool:
-    return _path_flags(c.path)[2] and _only_reexports(c.text)
-
-
 def _only_reexports(text: str) -> bool:
     lines = [line for line in first_lines(text, REEXPORT_LINES) if line.strip()]
     return bool(lines) and sum(1 for line in lines if _REEXPORT_LINE.match(line)) >= 0.8 * len(lines)
