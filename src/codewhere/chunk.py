@@ -74,11 +74,14 @@ def embed_text_for(path: str, body: str) -> str:
     return f"{path}\n{body}"
 
 
-def chunk_file(record: FileRecord, text: str) -> list[Chunk]:
-    definitions = find_definitions(text, record.language)
+def chunk_file(record: FileRecord, text: str, definitions: list[tuple[int, str]] | None = None) -> list[Chunk]:
+    """Line windows (the study's recipe), each defining the names the regular expressions find in
+    it; `definitions` when the caller has already looked for them."""
+    if definitions is None:
+        definitions = find_definitions(text, record.language)
     chunks: list[Chunk] = []
     for start, end, body in line_windows(text):
-        defines = tuple(dict.fromkeys(name for line, name in definitions if start <= line <= end))
+        defines = defined_between(definitions, start, end)
         chunks.append(
             Chunk(
                 path=record.path,
@@ -93,6 +96,11 @@ def chunk_file(record: FileRecord, text: str) -> list[Chunk]:
             )
         )
     return chunks
+
+
+def defined_between(definitions: list[tuple[int, str]], first: int, last: int) -> tuple[str, ...]:
+    """The names of the (line, name) definitions on lines first..last, once each, in order."""
+    return tuple(dict.fromkeys(name for line, name in definitions if first <= line <= last))
 
 
 # ---- symbol chunks (cartog's recipe) -----------------------------------------------------------
@@ -244,8 +252,8 @@ def definition_chunks(record: FileRecord, text: str) -> list[Chunk]:
     if record.kind not in (FileKind.CODE, FileKind.TEST):  # a LICENSE's "definitions" are prose
         return chunk_file(record, text)
     definitions = find_definitions(text, record.language)
-    if not definitions or not DEFINITION_PIECE_CHARS:
-        return chunk_file(record, text)
+    if not definitions:
+        return chunk_file(record, text, definitions)
     lines = split_lines(text)
     starts = sorted({1, *(_with_doc_above(lines, line) for line, _ in definitions)})
     pieces = [(start, end - 1) for start, end in zip(starts, [*starts[1:], len(lines) + 1], strict=True) if start <= end - 1]
@@ -263,8 +271,8 @@ def definition_chunks(record: FileRecord, text: str) -> list[Chunk]:
     for start, end in merged:
         for w_start, w_end, body in line_windows("".join(lines[start - 1 : end]), DEFINITION_PIECE_CHARS, 0):
             first, last = start + w_start - 1, start + w_end - 1
-            defines = tuple(dict.fromkeys(name for line, name in definitions if first <= line <= last))
-            out.append(_chunk(record, first, last, body, embed_text_for(record.path, body), defines))
+            out.append(_chunk(record, first, last, body, embed_text_for(record.path, body),
+                              defined_between(definitions, first, last)))
     return out
 
 
