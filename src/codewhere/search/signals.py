@@ -79,39 +79,51 @@ class QueryShape:
 
 def query_shape(query: str) -> QueryShape:
     terms = tuple(query_terms(query))
-    words = [w.lower() for w in re.findall(r"\w+", query)]
+    words = [w.lower() for w in _WORD.findall(query)]
+    alone = len(words) == 1
     identifier = is_identifier_query(query) or (len(query.split()) == 1 and len(query.strip()) > 2)
-    names = {compound(tok) for tok in re.split(r"[\s,;]+", query) if tok and _looks_like_code(tok, len(words) == 1)}
-    names |= {compound(last_segment(tok)) for tok in query.split() if _looks_like_code(tok, len(words) == 1)}
+    typed = [last_segment(tok) for tok in query.split() if _looks_like_code(tok, alone)]  # as typed: `Helpers`
+    names = {compound(tok) for tok in _NAME_SEPARATORS.split(query) if tok and _looks_like_code(tok, alone)}
+    names |= {compound(name) for name in typed}
+    word_set = set(words)
     return QueryShape(
         terms, frozenset(n for n in names if n), identifier,
-        bool(TEST_WORDS & set(words)), bool(DOCS_WORDS & set(words)),
+        not TEST_WORDS.isdisjoint(word_set), not DOCS_WORDS.isdisjoint(word_set),
         frozenset(terms), frozenset(stem(t) for t in terms if len(t) > 2),
-        _spelled_pattern(query, len(words) == 1),
+        _spelled_pattern(typed),
     )
 
 
-def _spelled_pattern(query: str, alone: bool) -> re.Pattern[str] | None:
+_WORD = re.compile(r"\w+")
+_NAME_SEPARATORS = re.compile(r"[\s,;]+")
+_SEGMENT_SEPARATORS = re.compile(r"::|\.|->|#")
+_CODE_TOKEN = re.compile(r"[A-Za-z_$][\w$.:#>-]*(\(\))?")
+_CODE_MARK = re.compile(r"_|[a-z][A-Z]|::|\.\w|\(\)|^[A-Z][a-z]+[A-Z]")
+_CAPITALISED_NAME = re.compile(r"[\w$]*[A-Z][\w$]*")
+
+
+def _spelled_pattern(typed: Sequence[str]) -> re.Pattern[str] | None:
     """The code names of a query that hold a capital, as whole words spelled exactly so: a
     capital is deliberate, a lowercase name may be typed casually."""
-    typed = {last_segment(tok) for tok in query.split() if _looks_like_code(tok, alone)}
-    spelled = sorted(n for n in typed if re.fullmatch(r"[\w$]+", n) and re.search(r"[A-Z]", n))
+    spelled = sorted({n for n in typed if _CAPITALISED_NAME.fullmatch(n)})
     return re.compile(rf"(?<![\w$])(?:{'|'.join(map(re.escape, spelled))})(?![\w$])") if spelled else None
 
 
 def last_segment(token: str) -> str:
     """`Sinatra::Helpers` → `Helpers`, `Session.send()` → `send`."""
-    return re.split(r"::|\.|->|#", token.strip("`'\"").removesuffix("()"))[-1]
+    return _SEGMENT_SEPARATORS.split(token.strip("`'\"").removesuffix("()"))[-1]
 
 
 def _looks_like_code(token: str, alone: bool) -> bool:
     token = token.strip("`'\"")
-    if not re.fullmatch(r"[A-Za-z_$][\w$.:#>-]*(\(\))?", token):
+    if not _CODE_TOKEN.fullmatch(token):
         return False
-    return alone or bool(re.search(r"_|[a-z][A-Z]|::|\.\w|\(\)|^[A-Z][a-z]+[A-Z]", token))
+    return alone or bool(_CODE_MARK.search(token))
 
 
 _NO_WHY: Mapping[str, object] = MappingProxyType({})
+# module names for the kinds the per-candidate signals test: cheaper than an Enum attribute each time
+_TEST, _DOCS, _CONFIG = FileKind.TEST, FileKind.DOCS, FileKind.CONFIG
 
 
 class Candidate(NamedTuple):
@@ -224,11 +236,12 @@ def _path_flags(path: str) -> tuple[bool, bool, bool]:
 
 def path_prior(c: Candidate, shape: QueryShape) -> float:
     factor = 1.0
-    if c.kind is FileKind.TEST and not shape.wants_tests:
+    kind = c.kind
+    if kind is _TEST and not shape.wants_tests:
         factor *= TEST_PENALTY
-    elif c.kind is FileKind.DOCS and not shape.wants_docs:
+    elif kind is _DOCS and not shape.wants_docs:
         factor *= DOCS_PENALTY
-    elif c.kind is FileKind.CONFIG:
+    elif kind is _CONFIG:
         factor *= CONFIG_PENALTY
     example, stub, reexport_name = _path_flags(c.path)
     if example and not shape.wants_tests:
@@ -248,7 +261,7 @@ def kind_prior(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candi
 
 def is_evidence_source(c: Candidate) -> bool:
     """Tests, examples and docs describe code in a user's words; evidence flows from them."""
-    return c.kind in (FileKind.TEST, FileKind.DOCS) or _path_flags(c.path)[0]
+    return c.kind is _TEST or c.kind is _DOCS or _path_flags(c.path)[0]
 
 
 def evidence_transfer(
@@ -394,19 +407,21 @@ def folder_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
     """Signal `folder`: good candidates from other files of the same folder lift a file's best
     chunk (a question about a subsystem points at the folder that holds it: `Queue/`,
     `task/`), against the best-supported file's folder support as `coherence` scales its own."""
-    best: dict[str, Candidate] = {}
-    for c in candidates:
-        if c.path not in best or (c.score, -c.chunk_id) > (best[c.path].score, -best[c.path].chunk_id):
+    ranked = ordered(candidates)
+    best: dict[str, Candidate] = {}  # a file's best chunk: its first in the ranked list
+    for c in ranked:
+        if c.path not in best:
             best[c.path] = c
+    folders = {path: folder_of(path) for path in best}
     per_folder: dict[str, float] = defaultdict(float)
     for path, c in best.items():
-        per_folder[folder_of(path)] += c.score
-    support = {path: per_folder[folder_of(path)] - c.score for path, c in best.items()}
+        per_folder[folders[path]] += c.score
+    support = {path: per_folder[folders[path]] - c.score for path, c in best.items()}
     most = max(support.values(), default=0.0)
     if most <= 0:
-        return list(candidates)
+        return ranked
     lifted = {c.chunk_id: c.rescored(1 + FOLDER_COHERENCE * support[path] / most, "folder") for path, c in best.items()}
-    return ordered([lifted.get(c.chunk_id, c) for c in candidates])
+    return ordered([lifted.get(c.chunk_id, c) for c in ranked])
 
 
 def folder_of(path: str) -> str:
