@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from codewhere.search import signals
@@ -184,6 +186,56 @@ def test_folder_lifts_a_file_whose_folder_holds_other_good_files() -> None:
     assert signals.folder_coherence(apart) == apart
 
 
-def test_rescoring_records_why_only_when_it_changes_something() -> None:
-    c = cand(1, 0.02)
-    assert c.rescored(1.0, "x") is c and "kind-prior" in c.rescored(0.3, "kind-prior").why
+def test_a_signal_records_why_only_when_it_changes_something() -> None:
+    code, test = cand(1, 0.02), cand(2, 0.03, "tests/test_a.py", FileKind.TEST)
+    out = signals.kind_prior([code, test], query_shape("parse the config"))
+    assert out[0] is code and "kind-prior" not in code.why
+    assert out[1].why == {"kind-prior": signals.TEST_PENALTY} and out[1].score == pytest.approx(0.03 * signals.TEST_PENALTY)
+
+
+def _random_candidates(rng: random.Random) -> tuple[list[Candidate], dict[int, list[int]], dict[int, Candidate]]:
+    """A fused list as the engine hands it over: code, tests, docs, examples, a re-export file and
+    a stub across a few folders; tests and docs pointing at candidates and at chunks outside."""
+    files = [
+        ("src/queue/manager.py", FileKind.CODE), ("src/queue/redis.py", FileKind.CODE), ("src/util.py", FileKind.CODE),
+        ("src/auth.py", FileKind.CODE), ("tests/test_auth.py", FileKind.TEST), ("docs/guide.md", FileKind.DOCS),
+        ("examples/demo.py", FileKind.CODE), ("pkg/__init__.py", FileKind.CODE), ("types/index.d.ts", FileKind.CODE),
+    ]
+    heads = [("def rewind_body(request):\n    pass", ("rewindbody",)), ("class Router:\n    routes = []", ("router",)),
+             ("from .a import b\n__all__ = ['b']", ()), ("retry the queue manager later", ()), ("", ())]
+    candidates = []
+    for cid in range(1, rng.randint(5, 40)):
+        path, kind = rng.choice(files)
+        head, defines = rng.choice(heads)
+        candidates.append(Candidate(cid, rng.uniform(0.001, 0.03), path, kind, 1, rng.randint(1, 40), head, defines,
+                                    {"keyword": cid}))
+    outside = {cid: cand(cid, 0.0, rng.choice(files[:4])[0]) for cid in range(100, 106)}
+    pool = [c.chunk_id for c in candidates] + list(outside)
+    evidence = {c.chunk_id: rng.sample(pool, rng.randint(1, 4)) for c in candidates if signals.is_evidence_source(c)}
+    return candidates, evidence, outside
+
+
+@pytest.mark.parametrize("query", ["rewind the body", "Router", "how does the queue manager retry", "tests for auth"])
+def test_all_signals_in_one_pass_equal_each_signal_in_turn(query: str) -> None:
+    rng = random.Random(query)
+    shape = query_shape(query)
+    for _ in range(50):
+        candidates, evidence, outside = _random_candidates(rng)
+        fetch = lambda wanted: {cid: outside[cid] for cid in wanted if cid in outside}  # noqa: E731
+        one_pass = signals.apply_signals(candidates, shape, signals.SIGNALS, evidence, fetch)
+        turn = signals.evidence_transfer(signals.definition_boost(candidates, shape), shape, evidence, fetch)
+        for signal in (signals.kind_prior, signals.signature_weight, signals.path_match, signals.size_prior):
+            turn = signal(turn, shape)
+        turn = signals.file_coherence(signals.folder_coherence(turn))
+        assert ids(one_pass) == ids(turn)
+        assert [c.score for c in one_pass] == pytest.approx([c.score for c in turn], rel=1e-12)
+        assert [c.why for c in one_pass] == [c.why for c in turn]
+        assert signals.apply_signals(candidates, shape, signals.SIGNALS, evidence, fetch, limit=3) == one_pass[:3]
+
+
+def test_a_hard_cap_puts_every_files_extra_chunks_after_every_files_best(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(signals, "FILE_REPEAT_DECAY", 0.0)
+    busy = [cand(1, 0.03, "src/busy.py"), cand(2, 0.029, "src/busy.py"), cand(3, 0.028, "src/busy.py")]
+    low = cand(4, 0.001, "src/low.py")
+    out = signals.file_coherence([*busy, low])
+    assert ids(out) == [1, 4, 2, 3] and "coherence" not in out[2].why

@@ -73,19 +73,13 @@ def hybrid_ranked(
     fused = rrf(rankings, weights=weights)[: max(limit, signals.CANDIDATES)]
     read: dict[int, CandidateRow] = {}
     candidates = _candidates(store, fused, filters, read)
-    if "definition" not in disabled:
-        candidates = signals.definition_boost(candidates, shape)
-    if "evidence" not in disabled:
-        candidates = signals.evidence_transfer(
-            candidates, shape, _evidence(store, candidates, filters),
-            lambda ids: {c.chunk_id: c for c in _candidates(store, [(cid, 0.0, {}) for cid in ids], filters, read)},
-        )
-    candidates = signals.rescore(candidates, shape, [(n, f) for n, f in signals.AFTER_EVIDENCE if n not in disabled])
-    if "folder" not in disabled:
-        candidates = signals.folder_coherence(candidates)
-    if "coherence" not in disabled:
-        candidates = signals.file_coherence(candidates)
-    return [Ranked(c.chunk_id, c.score, dict(c.why), read[c.chunk_id].chunk()) for c in candidates[:limit]]
+    steps = [name for name in signals.SIGNALS if name not in disabled]
+    candidates = signals.apply_signals(
+        candidates, shape, steps, _evidence(store, candidates, filters) if "evidence" in steps else None,
+        lambda ids: {c.chunk_id: c for c in _candidates(store, [(cid, 0.0, {}) for cid in ids], filters, read)},
+        limit,
+    )
+    return [Ranked(c.chunk_id, c.score, dict(c.why), read[c.chunk_id].chunk()) for c in candidates]
 
 
 def _candidates(

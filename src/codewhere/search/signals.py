@@ -1,8 +1,10 @@
 """Code-aware ranking signals: small pure functions over a fused candidate list.
 
-Each signal takes the candidates and the query's shape and returns them rescored, recording its
-name and effect in each changed candidate's `why`. None touches the database: the engine gathers
-the facts (kind, path, defined names, evidence links) first. Every constant lives here.
+Each signal takes the candidates and the query's shape and returns them rescored, best first,
+recording its name and effect in each changed candidate's `why`. The engine runs them all in one
+pass, `apply_signals`, which gives what running them in turn would. None touches the database: the
+engine gathers the facts (kind, path, defined names, evidence links) first. Every constant lives
+here.
 
 Constants were fitted on the development split of semble's benchmark (27 repositories,
 benchmarks/splits.py, with benchmarks/fit_signals.py) and are reported on the other 22; see
@@ -13,10 +15,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from operator import itemgetter
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -122,6 +123,7 @@ def _looks_like_code(token: str, alone: bool) -> bool:
 
 
 _NO_WHY: Mapping[str, object] = MappingProxyType({})
+Factor = Callable[["Candidate", QueryShape], float]
 # module names for the kinds the per-candidate signals test: cheaper than an Enum attribute each time
 _TEST, _DOCS, _CONFIG = FileKind.TEST, FileKind.DOCS, FileKind.CONFIG
 
@@ -141,27 +143,10 @@ class Candidate(NamedTuple):
     why: Mapping[str, object] = _NO_WHY
     mentions: tuple[str, ...] = ()  # documentation: the code names its prose mentions
 
-    def rescored(self, factor: float, signal: str) -> Candidate:
-        if factor == 1.0:
-            return self
-        return self.with_score(self.score * factor, {**self.why, signal: round(factor, 3)})
-
     def with_score(self, score: float, why: Mapping[str, object]) -> Candidate:
         # the constructor, not _replace (twice as slow): this runs for most candidates of every query
         return Candidate(self.chunk_id, score, self.path, self.kind, self.start_line, self.end_line, self.text,
                          self.defines, why, self.mentions)
-
-
-_BY_ID = itemgetter(0)
-_BY_SCORE = itemgetter(1)
-
-
-def ordered(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """Best score first, ties by chunk id. Two stable sorts on C key functions: several times
-    faster than one on a (-score, id) tuple built in Python, and the same order."""
-    out = sorted(candidates, key=_BY_ID)
-    out.sort(key=_BY_SCORE, reverse=True)
-    return out
 
 
 # ---- signals ---------------------------------------------------------------------------------
@@ -172,25 +157,6 @@ def fusion_weights(shape: QueryShape) -> dict[str, float]:
     if shape.identifier:
         return {"keyword": 1.0, "names": NAMES_WEIGHT_FOR_IDENTIFIERS, "semantic": SEMANTIC_WEIGHT_FOR_IDENTIFIERS}
     return {"keyword": 1.0, "names": 1.0, "semantic": 1.0}
-
-
-Factor = Callable[["Candidate", QueryShape], float]
-
-
-def rescore(candidates: Sequence[Candidate], shape: QueryShape, factors: Sequence[tuple[str, Factor]]) -> list[Candidate]:
-    """Multiply each candidate's score by the named factors, in one pass; each factor that
-    changes something is recorded under its signal's name in `why`."""
-    out = []
-    for c in candidates:
-        total, why = 1.0, None
-        for name, factor in factors:
-            f = factor(c, shape)
-            if f != 1.0:
-                total *= f
-                why = why if why is not None else dict(c.why)
-                why[name] = round(f, 3)
-        out.append(c if why is None else c.with_score(c.score * total, why))
-    return ordered(out)
 
 
 def definition_factor(c: Candidate, shape: QueryShape) -> float:
@@ -213,14 +179,6 @@ def file_stem(path: str) -> str:
 def file_named_after(path: str, names: frozenset[str]) -> bool:
     stem_ = file_stem(path)
     return stem_ in names or stem_.removesuffix("s") in names
-
-
-def definition_boost(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
-    """Signal `definition`: the chunk that defines a queried name outranks chunks that use it,
-    more so in a file named after it (`SqlMapper.cs` over the partial `SqlMapper.CacheInfo.cs`);
-    a name typed with a capital counts only where it is spelled so (`Sinatra::Helpers` is
-    `module Helpers`, not `def helpers`)."""
-    return rescore(candidates, shape, [("definition", definition_factor)])
 
 
 def _only_reexports(text: str) -> bool:
@@ -253,49 +211,9 @@ def path_prior(c: Candidate, shape: QueryShape) -> float:
     return factor
 
 
-def kind_prior(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
-    """Signal `kind-prior`: tests, docs, examples, vendored code, re-export files and stubs
-    step back unless the query asks for them."""
-    return rescore(candidates, shape, [("kind-prior", path_prior)])
-
-
 def is_evidence_source(c: Candidate) -> bool:
     """Tests, examples and docs describe code in a user's words; evidence flows from them."""
     return c.kind is _TEST or c.kind is _DOCS or _path_flags(c.path)[0]
-
-
-def evidence_transfer(
-    candidates: Sequence[Candidate],
-    shape: QueryShape,
-    evidence: Mapping[int, Sequence[int]],
-    fetch: Callable[[Sequence[int]], Mapping[int, Candidate]],
-) -> list[Candidate]:
-    """Signal `evidence`: a matching test, example or doc chunk passes EVIDENCE_SHARE of its score,
-    split evenly, to the code chunks it calls or names (`evidence`: source chunk id → target chunk
-    ids). Targets not yet among the candidates join them. Run before `kind-prior`, which then
-    puts the evidence below the code it points at."""
-    if shape.wants_tests or shape.wants_docs:
-        return list(candidates)
-    gains: dict[int, float] = defaultdict(float)
-    sources: dict[int, list[int]] = defaultdict(list)
-    for c in candidates:
-        if not is_evidence_source(c):
-            continue
-        targets = [t for t in evidence.get(c.chunk_id, ()) if t != c.chunk_id]
-        for target in targets:
-            gains[target] += EVIDENCE_SHARE * c.score / len(targets)
-            sources[target].append(c.chunk_id)
-    if not gains:
-        return list(candidates)
-    present = {c.chunk_id for c in candidates}
-    joined = fetch([t for t in gains if t not in present])
-    out = []
-    for c in [*candidates, *joined.values()]:
-        gain = gains.get(c.chunk_id)
-        if gain:
-            c = c.with_score(c.score + gain, {**c.why, "evidence": sources[c.chunk_id][:3]})
-        out.append(c)
-    return ordered(out)
 
 
 def first_lines(text: str, n: int) -> list[str]:
@@ -332,11 +250,6 @@ def signature_words(head: str) -> frozenset[str]:
     """The words of a symbol chunk's first lines (its name and signature), split and whole;
     cached: the same chunks come back query after query."""
     return frozenset().union(*(line_words(line) for line in head.split("\n")))
-
-
-def signature_weight(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
-    """Signal `signature`: query words in a symbol chunk's name and signature count extra."""
-    return rescore(candidates, shape, [("signature", signature_factor)])
 
 
 _SUFFIXES = ("ing", "ers", "ies", "ed", "es", "er", "s")
@@ -392,67 +305,219 @@ def size_factor(c: Candidate, shape: QueryShape) -> float:
     return SMALL_CHUNK_PENALTY if c.end_line - c.start_line < SMALL_CHUNK_LINES else 1.0
 
 
-def size_prior(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
-    """Signal `size`: a chunk of a few lines steps back; BM25's length normalisation and the
-    signature signal favour a three-line getter that happens to hold two of the query's words."""
-    return rescore(candidates, shape, [("size", size_factor)])
+def folder_of(path: str) -> str:
+    return path.rpartition("/")[0]
+
+
+# ---- the signals over a candidate list ---------------------------------------------------------
+
+SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "path", "size", "folder", "coherence")
+# the per-candidate factors, by signal; `evidence`, `folder` and `coherence` look across candidates
+FACTORS: dict[str, Factor] = {
+    "definition": definition_factor, "kind-prior": path_prior, "signature": signature_factor, "path": path_factor,
+    "size": size_factor,
+}
+
+
+def apply_signals(
+    candidates: Sequence[Candidate],
+    shape: QueryShape,
+    steps: Collection[str],
+    evidence: Mapping[int, Sequence[int]] | None = None,
+    fetch: Callable[[Sequence[int]], Mapping[int, Candidate]] | None = None,
+    limit: int | None = None,
+) -> list[Candidate]:
+    """The signals named in `steps`, in SIGNALS order, over fused candidates: the best `limit`
+    (default all), best first. The same as calling each signal's function below in turn; scores
+    and notes are kept beside the candidates, and only the candidates returned are rebuilt, once
+    (this runs on every candidate of every query)."""
+    run = _Run(list(candidates), [c.score for c in candidates], [None] * len(candidates))
+    if "definition" in steps:
+        run.multiply(shape, [("definition", definition_factor)])
+    if "evidence" in steps and evidence and fetch is not None and not (shape.wants_tests or shape.wants_docs):
+        run.transfer_evidence(evidence, fetch, run.ranked() if "definition" in steps else range(len(run.cands)))
+    run.multiply(shape, [(name, FACTORS[name]) for name in ("kind-prior", "signature", "path", "size") if name in steps])
+    if "folder" in steps:
+        run.lift_folders()
+    capped: set[int] = set()
+    if "coherence" in steps:
+        capped = run.cohere()
+    order = run.ranked()
+    if capped:  # FILE_REPEAT_DECAY 0: a file's extra chunks after every file's kept ones
+        order = [i for i in order if i not in capped] + [i for i in order if i in capped]
+    return [run.candidate(i) for i in order[:limit]]
+
+
+class _Run:
+    """Candidates with their scores and signal notes as parallel lists, for apply_signals."""
+
+    def __init__(self, cands: list[Candidate], scores: list[float], notes: list[dict[str, object] | None]) -> None:
+        self.cands, self.scores, self.notes = cands, scores, notes
+
+    def scale(self, i: int, factor: float, signal: str) -> None:
+        if factor != 1.0:
+            self.scores[i] = self.scores[i] * factor
+            self.note(i, signal, factor)
+
+    def note(self, i: int, signal: str, value: object) -> None:
+        notes = self.notes[i]
+        if notes is None:
+            notes = self.notes[i] = {}
+        notes[signal] = value
+
+    def ranked(self) -> list[int]:
+        """Indices best score first, ties by chunk id: two stable sorts on C key functions,
+        several times faster than one on a (-score, id) tuple built in Python."""
+        order = sorted(range(len(self.cands)), key=[c.chunk_id for c in self.cands].__getitem__)
+        order.sort(key=self.scores.__getitem__, reverse=True)
+        return order
+
+    def candidate(self, i: int) -> Candidate:
+        """The candidate with its score and, in `why`, each signal's factor to 3 decimals."""
+        c, notes = self.cands[i], self.notes[i]
+        if notes is None:
+            return c
+        why = dict(c.why)
+        for signal, value in notes.items():
+            why[signal] = round(value, 3) if isinstance(value, int | float) else value
+        return c.with_score(self.scores[i], why)
+
+    def multiply(self, shape: QueryShape, factors: Sequence[tuple[str, Factor]]) -> None:
+        if not factors:
+            return
+        for i, c in enumerate(self.cands):
+            total = 1.0
+            for name, factor in factors:
+                f = factor(c, shape)
+                if f != 1.0:
+                    total *= f
+                    self.note(i, name, f)
+            if total != 1.0:
+                self.scores[i] = self.scores[i] * total
+
+    def transfer_evidence(
+        self, evidence: Mapping[int, Sequence[int]], fetch: Callable[[Sequence[int]], Mapping[int, Candidate]],
+        order: Iterable[int],
+    ) -> None:
+        """Signal `evidence`, see evidence_transfer; sources are read in `order`."""
+        gains: dict[int, float] = defaultdict(float)
+        sources: dict[int, list[int]] = defaultdict(list)
+        for i in order:
+            c = self.cands[i]
+            if not is_evidence_source(c):
+                continue
+            targets = [t for t in evidence.get(c.chunk_id, ()) if t != c.chunk_id]
+            for target in targets:
+                gains[target] += EVIDENCE_SHARE * self.scores[i] / len(targets)
+                sources[target].append(c.chunk_id)
+        if not gains:
+            return
+        present = {c.chunk_id for c in self.cands}
+        for c in fetch([t for t in gains if t not in present]).values():
+            self.cands.append(c)
+            self.scores.append(c.score)
+            self.notes.append(None)
+        for i, c in enumerate(self.cands):
+            gain = gains.get(c.chunk_id)
+            if gain:
+                self.scores[i] = self.scores[i] + gain
+                self.note(i, "evidence", sources[c.chunk_id][:3])
+
+    def lift_folders(self) -> None:
+        """Signal `folder`, see folder_coherence."""
+        best: dict[str, int] = {}  # a file's best chunk: its first in the ranked list
+        for i in self.ranked():
+            best.setdefault(self.cands[i].path, i)
+        folders = {path: folder_of(path) for path in best}
+        per_folder: dict[str, float] = defaultdict(float)
+        for path, i in best.items():
+            per_folder[folders[path]] += self.scores[i]
+        support = {path: per_folder[folders[path]] - self.scores[i] for path, i in best.items()}
+        most = max(support.values(), default=0.0)
+        if most <= 0:
+            return
+        for path, i in best.items():
+            self.scale(i, 1 + FOLDER_COHERENCE * support[path] / most, "folder")
+
+    def cohere(self) -> set[int]:
+        """Signal `coherence`, see file_coherence; returns the chunks a hard cap (FILE_REPEAT_DECAY
+        0) puts after every file's kept ones."""
+        by_file: dict[str, list[int]] = {}
+        for i in self.ranked():
+            members = by_file.get(self.cands[i].path)
+            if members is None:
+                by_file[self.cands[i].path] = [i]
+            else:
+                members.append(i)
+        # each file's support (its other chunks' score) against the best-supported file's, as semble
+        # scales it: the lift doesn't shrink because many weak candidates from other files came along
+        support = {path: sum(self.scores[i] for i in members[1:]) for path, members in by_file.items()}
+        most = max(support.values(), default=0.0) or 1.0
+        capped: set[int] = set()
+        for path, members in by_file.items():
+            self.scale(members[0], 1 + COHERENCE * support[path] / most, "coherence")
+            for rank, i in enumerate(members[MAX_PER_FILE:], start=1):
+                if FILE_REPEAT_DECAY <= 0:
+                    capped.add(i)
+                else:
+                    self.scale(i, FILE_REPEAT_DECAY ** rank, "coherence")
+        return capped
+
+
+_ANY_QUERY = query_shape("")  # for the signals that read only the candidates
+
+
+def definition_boost(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
+    """Signal `definition`: the chunk that defines a queried name outranks chunks that use it,
+    more so in a file named after it (`SqlMapper.cs` over the partial `SqlMapper.CacheInfo.cs`);
+    a name typed with a capital counts only where it is spelled so (`Sinatra::Helpers` is
+    `module Helpers`, not `def helpers`)."""
+    return apply_signals(candidates, shape, ("definition",))
+
+
+def evidence_transfer(
+    candidates: Sequence[Candidate],
+    shape: QueryShape,
+    evidence: Mapping[int, Sequence[int]],
+    fetch: Callable[[Sequence[int]], Mapping[int, Candidate]],
+) -> list[Candidate]:
+    """Signal `evidence`: a matching test, example or doc chunk passes EVIDENCE_SHARE of its score,
+    split evenly, to the code chunks it calls or names (`evidence`: source chunk id → target chunk
+    ids). Targets not yet among the candidates join them. Runs before `kind-prior`, which then
+    puts the evidence below the code it points at."""
+    return apply_signals(candidates, shape, ("evidence",), evidence, fetch)
+
+
+def kind_prior(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
+    """Signal `kind-prior`: tests, docs, examples, vendored code, re-export files and stubs
+    step back unless the query asks for them."""
+    return apply_signals(candidates, shape, ("kind-prior",))
+
+
+def signature_weight(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
+    """Signal `signature`: query words in a symbol chunk's name and signature count extra."""
+    return apply_signals(candidates, shape, ("signature",))
 
 
 def path_match(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
     """Signal `path`: query words in the file's path (folders and name) point at the file."""
-    return rescore(candidates, shape, [("path", path_factor)])
+    return apply_signals(candidates, shape, ("path",))
+
+
+def size_prior(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
+    """Signal `size`: a chunk of a few lines steps back; BM25's length normalisation and the
+    signature signal favour a three-line getter that happens to hold two of the query's words."""
+    return apply_signals(candidates, shape, ("size",))
 
 
 def folder_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
     """Signal `folder`: good candidates from other files of the same folder lift a file's best
     chunk (a question about a subsystem points at the folder that holds it: `Queue/`,
     `task/`), against the best-supported file's folder support as `coherence` scales its own."""
-    ranked = ordered(candidates)
-    best: dict[str, Candidate] = {}  # a file's best chunk: its first in the ranked list
-    for c in ranked:
-        if c.path not in best:
-            best[c.path] = c
-    folders = {path: folder_of(path) for path in best}
-    per_folder: dict[str, float] = defaultdict(float)
-    for path, c in best.items():
-        per_folder[folders[path]] += c.score
-    support = {path: per_folder[folders[path]] - c.score for path, c in best.items()}
-    most = max(support.values(), default=0.0)
-    if most <= 0:
-        return ranked
-    lifted = {c.chunk_id: c.rescored(1 + FOLDER_COHERENCE * support[path] / most, "folder") for path, c in best.items()}
-    return ordered([lifted.get(c.chunk_id, c) for c in ranked])
-
-
-def folder_of(path: str) -> str:
-    return path.rpartition("/")[0]
+    return apply_signals(candidates, _ANY_QUERY, ("folder",))
 
 
 def file_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
     """Signal `coherence`: several good chunks in a file lift its best one; a file's further
     chunks step back (FILE_REPEAT_DECAY each) so one file can't fill the page."""
-    by_file: dict[str, list[Candidate]] = defaultdict(list)
-    for c in ordered(candidates):
-        by_file[c.path].append(c)
-    # each file's support (its other chunks' score) against the best-supported file's, as semble
-    # scales it: the lift doesn't shrink because many weak candidates from other files came along
-    support = {path: sum(c.score for c in chunks[1:]) for path, chunks in by_file.items()}
-    most = max(support.values(), default=0.0) or 1.0
-    # the lift only raises a file's best chunk, so the order within each file, which sets the
-    # decay, is already known: one sort at the end instead of one per step
-    files = [[chunks[0].rescored(1 + COHERENCE * support[path] / most, "coherence"), *chunks[1:]]
-             for path, chunks in by_file.items()]
-    if FILE_REPEAT_DECAY <= 0:
-        kept = ordered([c for chunks in files for c in chunks[:MAX_PER_FILE]])
-        return kept + ordered([c for chunks in files for c in chunks[MAX_PER_FILE:]])
-    return ordered([
-        c if rank < MAX_PER_FILE else c.rescored(FILE_REPEAT_DECAY ** (rank - MAX_PER_FILE + 1), "coherence")
-        for chunks in files for rank, c in enumerate(chunks)
-    ])
-
-
-SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "path", "size", "folder", "coherence")
-# the multiplicative signals that follow evidence, applied in one pass by the engine
-AFTER_EVIDENCE: tuple[tuple[str, Factor], ...] = (
-    ("kind-prior", path_prior), ("signature", signature_factor), ("path", path_factor), ("size", size_factor),
-)
+    return apply_signals(candidates, _ANY_QUERY, ("coherence",))
