@@ -317,6 +317,7 @@ FACTORS: dict[str, Factor] = {
     "definition": definition_factor, "kind-prior": path_prior, "signature": signature_factor, "path": path_factor,
     "size": size_factor,
 }
+AFTER_EVIDENCE = ("kind-prior", "signature", "path", "size")  # the factors that see evidence's gains
 
 
 def apply_signals(
@@ -331,12 +332,12 @@ def apply_signals(
     (default all), best first. The same as calling each signal's function below in turn; scores
     and notes are kept beside the candidates, and only the candidates returned are rebuilt, once
     (this runs on every candidate of every query)."""
-    run = _Run(list(candidates), [c.score for c in candidates], [None] * len(candidates))
+    run = _Run(candidates)
     if "definition" in steps:
         run.multiply(shape, [("definition", definition_factor)])
     if "evidence" in steps and evidence and fetch is not None and not (shape.wants_tests or shape.wants_docs):
         run.transfer_evidence(evidence, fetch, run.ranked() if "definition" in steps else range(len(run.cands)))
-    run.multiply(shape, [(name, FACTORS[name]) for name in ("kind-prior", "signature", "path", "size") if name in steps])
+    run.multiply(shape, [(name, FACTORS[name]) for name in AFTER_EVIDENCE if name in steps])
     if "folder" in steps:
         run.lift_folders()
     capped: set[int] = set()
@@ -351,8 +352,10 @@ def apply_signals(
 class _Run:
     """Candidates with their scores and signal notes as parallel lists, for apply_signals."""
 
-    def __init__(self, cands: list[Candidate], scores: list[float], notes: list[dict[str, object] | None]) -> None:
-        self.cands, self.scores, self.notes = cands, scores, notes
+    def __init__(self, candidates: Sequence[Candidate]) -> None:
+        self.cands = list(candidates)
+        self.scores = [c.score for c in self.cands]
+        self.notes: list[dict[str, object] | None] = [None] * len(self.cands)
 
     def scale(self, i: int, factor: float, signal: str) -> None:
         if factor != 1.0:
