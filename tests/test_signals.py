@@ -92,6 +92,14 @@ def test_path_signal_matches_a_word_that_starts_another() -> None:
     assert signals.path_factor(cand(4, 0.01, "src/configuration.py"), query_shape("config loading")) > 1.0
 
 
+def test_path_signal_takes_only_whole_words_for_an_identifier() -> None:
+    folder = cand(1, 0.01, "fastapi/dependencies/utils.py")
+    named = cand(2, 0.01, "fastapi/depends.py")
+    assert signals.path_factor(folder, query_shape("Depends")) == 1.0  # `depend` only starts `dependencies`
+    assert signals.path_factor(named, query_shape("Depends")) > 1.0
+    assert signals.path_factor(folder, query_shape("what a route depends on")) > 1.0  # prose keeps the prefix rule
+
+
 def test_size_prior_steps_small_chunks_back() -> None:
     getter = cand(1, 0.020, head="def body(self):\n    return self._body\n")
     real = cand(2, 0.018, head="".join(f"line {i}\n" for i in range(signals.SMALL_CHUNK_LINES + 1)))

@@ -54,7 +54,8 @@ PATH_WEIGHT = 4.0  # × (1 + weight × share of query terms in the file's path: 
 MISSPELLED_DEFINITION_SHARE = 0.0  # of the boost, for a definer that doesn't spell a capitalised name as typed
 SPELLED_CHARS = 1000  # ... looked for in the chunk's first characters (`def helpers` is not `module Helpers`)
 PATH_FOLDERS = 1  # the path signal reads the file name and this many folders above it (0: all)
-PATH_PREFIX_MIN = 3  # path and query words match when one starts the other, both this long (`lock`, `lockfile`)
+PATH_PREFIX_MIN = 3  # path and query words match when one starts the other, both this long (`lock`, `lockfile`) ...
+PATH_PREFIX_MIN_FOR_IDENTIFIERS = 0  # ... not for an identifier (0: whole words): `Depends` is not `dependencies/`
 
 TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "mocks"})
 # "documentation" is left out on purpose: "documentation generation" asks for the code that generates it
@@ -282,7 +283,8 @@ def line_words(line: str) -> frozenset[str]:
 def path_factor(c: Candidate, shape: QueryShape) -> float:
     if not shape.path_terms:
         return 1.0
-    matched = _path_matches(c.path, shape.path_terms, PATH_FOLDERS, PATH_PREFIX_MIN)
+    prefix_min = PATH_PREFIX_MIN_FOR_IDENTIFIERS if shape.identifier else PATH_PREFIX_MIN
+    matched = _path_matches(c.path, shape.path_terms, PATH_FOLDERS, prefix_min)
     return 1 + PATH_WEIGHT * matched / len(shape.path_terms)
 
 
