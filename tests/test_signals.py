@@ -143,6 +143,15 @@ def test_evidence_moves_a_tests_score_to_the_code_it_calls_and_pulls_it_in() -> 
 def test_evidence_is_off_when_the_query_asks_for_tests() -> None:
     test = cand(10, 0.030, "tests/test_auth.py", FileKind.TEST)
     assert signals.evidence_transfer([test], query_shape("tests for auth"), {10: [12]}, lambda w: {12: cand(12, 0.0)}) == [test]
+    reads: list[str] = []
+
+    def links(query: str) -> dict[int, list[int]]:
+        reads.append(query)
+        return {10: [12]}
+
+    for query in ("tests for auth", "strip the auth header"):
+        signals.apply_signals([test], query_shape(query), signals.SIGNALS, lambda q=query: links(q), lambda w: {})
+    assert reads == ["strip the auth header"]  # the links are not even read for a question about tests
 
 
 def test_signature_weight_counts_query_words_in_the_symbol_head() -> None:
@@ -230,7 +239,7 @@ def test_all_signals_in_one_pass_equal_each_signal_in_turn(query: str) -> None:
     for _ in range(50):
         candidates, evidence, outside = _random_candidates(rng)
         fetch = lambda wanted: {cid: outside[cid] for cid in wanted if cid in outside}  # noqa: E731
-        one_pass = signals.apply_signals(candidates, shape, signals.SIGNALS, evidence, fetch)
+        one_pass = signals.apply_signals(candidates, shape, signals.SIGNALS, lambda: evidence, fetch)
         turn = signals.evidence_transfer(signals.definition_boost(candidates, shape), shape, evidence, fetch)
         for signal in (signals.kind_prior, signals.signature_weight, signals.path_match, signals.size_prior):
             turn = signal(turn, shape)
@@ -238,7 +247,7 @@ def test_all_signals_in_one_pass_equal_each_signal_in_turn(query: str) -> None:
         assert ids(one_pass) == ids(turn)
         assert [c.score for c in one_pass] == pytest.approx([c.score for c in turn], rel=1e-12)
         assert [c.why for c in one_pass] == [c.why for c in turn]
-        assert signals.apply_signals(candidates, shape, signals.SIGNALS, evidence, fetch, limit=3) == one_pass[:3]
+        assert signals.apply_signals(candidates, shape, signals.SIGNALS, lambda: evidence, fetch, limit=3) == one_pass[:3]
 
 
 def test_a_hard_cap_puts_every_files_extra_chunks_after_every_files_best(monkeypatch: pytest.MonkeyPatch) -> None:

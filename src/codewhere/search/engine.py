@@ -72,14 +72,14 @@ def hybrid_ranked(
     weights = signals.fusion_weights(shape) if "query-shape" not in disabled else None
     fused = rrf(rankings, weights=weights)[: max(limit, signals.CANDIDATES)]
     read: dict[int, CandidateRow] = {}
-    candidates = _candidates(store, fused, filters, read)
+    found = _candidates(store, fused, filters, read)
     steps = [name for name in signals.SIGNALS if name not in disabled]
-    candidates = signals.apply_signals(
-        candidates, shape, steps, _evidence(store, candidates, filters) if "evidence" in steps else None,
+    ranked = signals.apply_signals(
+        found, shape, steps, lambda: _evidence(store, found, filters),
         lambda ids: {c.chunk_id: c for c in _candidates(store, [(cid, 0.0, {}) for cid in ids], filters, read)},
         limit,
     )
-    return [Ranked(c.chunk_id, c.score, dict(c.why), read[c.chunk_id].chunk()) for c in candidates]
+    return [Ranked(c.chunk_id, c.score, dict(c.why), read[c.chunk_id].chunk()) for c in ranked]
 
 
 def _candidates(

@@ -326,19 +326,20 @@ def apply_signals(
     candidates: Sequence[Candidate],
     shape: QueryShape,
     steps: Collection[str],
-    evidence: Mapping[int, Sequence[int]] | None = None,
+    evidence: Callable[[], Mapping[int, Sequence[int]]] | None = None,
     fetch: Callable[[Sequence[int]], Mapping[int, Candidate]] | None = None,
     limit: int | None = None,
 ) -> list[Candidate]:
     """The signals named in `steps`, in SIGNALS order, over fused candidates: the best `limit`
     (default all), best first. The same as calling each signal's function below in turn; scores
     and notes are kept beside the candidates, and only the candidates returned are rebuilt, once
-    (this runs on every candidate of every query)."""
+    (this runs on every candidate of every query). `evidence` reads the links (see
+    evidence_transfer) only when the signal runs: not when the query asks for tests or docs."""
     run = _Run(candidates)
     if "definition" in steps:
         run.multiply(shape, [("definition", definition_factor)])
-    if "evidence" in steps and evidence and fetch is not None and not (shape.wants_tests or shape.wants_docs):
-        run.transfer_evidence(evidence, fetch, run.ranked() if "definition" in steps else range(len(run.cands)))
+    if "evidence" in steps and evidence is not None and fetch is not None and not (shape.wants_tests or shape.wants_docs):
+        run.transfer_evidence(evidence(), fetch, run.ranked() if "definition" in steps else range(len(run.cands)))
     run.multiply(shape, [(name, FACTORS[name]) for name in AFTER_EVIDENCE if name in steps])
     if "folder" in steps:
         run.lift_folders()
@@ -490,7 +491,7 @@ def evidence_transfer(
     split evenly, to the code chunks it calls or names (`evidence`: source chunk id → target chunk
     ids). Targets not yet among the candidates join them. Runs before `kind-prior`, which then
     puts the evidence below the code it points at."""
-    return apply_signals(candidates, shape, ("evidence",), evidence, fetch)
+    return apply_signals(candidates, shape, ("evidence",), lambda: evidence, fetch)
 
 
 def kind_prior(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
