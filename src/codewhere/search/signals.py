@@ -183,7 +183,7 @@ def file_named_after(path: str, names: frozenset[str]) -> bool:
 
 
 def _only_reexports(text: str) -> bool:
-    lines = [line for line in first_lines(text, REEXPORT_LINES) if line.strip()]
+    lines = [line for line in _head(text, REEXPORT_LINES).split("\n") if line.strip()]
     return bool(lines) and sum(1 for line in lines if _REEXPORT_LINE.match(line)) >= 0.8 * len(lines)
 
 
@@ -217,19 +217,6 @@ def is_evidence_source(c: Candidate) -> bool:
     return c.kind is _TEST or c.kind is _DOCS or _path_flags(c.path)[0]
 
 
-def first_lines(text: str, n: int) -> list[str]:
-    """The first `n` lines, without copying the rest of a long text."""
-    lines, start = [], 0
-    for _ in range(n):
-        end = text.find("\n", start)
-        if end < 0:
-            lines.append(text[start:])
-            break
-        lines.append(text[start:end])
-        start = end + 1
-    return lines
-
-
 def signature_factor(c: Candidate, shape: QueryShape) -> float:
     if not c.defines or not shape.term_set:
         return 1.0
@@ -237,7 +224,8 @@ def signature_factor(c: Candidate, shape: QueryShape) -> float:
 
 
 def _head(text: str, lines: int) -> str:
-    """The text up to the end of its `lines`-th line, without its newline."""
+    """The text up to the end of its `lines`-th line, without its newline (and without copying
+    the rest of a long text)."""
     end = -1
     for _ in range(lines):
         end = text.find("\n", end + 1)
@@ -291,7 +279,8 @@ def path_factor(c: Candidate, shape: QueryShape) -> float:
 @lru_cache(maxsize=65_536)
 def _path_matches(path: str, terms: frozenset[str], folders: int, prefix_min: int) -> int:
     """How many of the query's stems the path's words hold, exactly or (semble's rule) as a
-    prefix either way: `lockfile` finds `lock.lua`, `config` finds `configuration.py`."""
+    prefix either way: `lockfile` finds `lock.lua`, `config` finds `configuration.py`;
+    `prefix_min` 0: exactly only."""
     words = path_words(path, folders)
     exact = terms & words
     if not prefix_min:
@@ -337,7 +326,7 @@ def apply_signals(
     evidence_transfer) only when the signal runs: not when the query asks for tests or docs."""
     run = _Run(candidates)
     if "definition" in steps:
-        run.multiply(shape, [("definition", definition_factor)])
+        run.multiply(shape, [("definition", FACTORS["definition"])])
     if "evidence" in steps and evidence is not None and fetch is not None and not (shape.wants_tests or shape.wants_docs):
         run.transfer_evidence(evidence(), fetch, run.ranked() if "definition" in steps else range(len(run.cands)))
     run.multiply(shape, [(name, FACTORS[name]) for name in AFTER_EVIDENCE if name in steps])
