@@ -62,7 +62,7 @@ def test_chunk_record_carries_path_kind_language_hash_and_definitions() -> None:
     assert chunk.kind is FileKind.CODE and chunk.language == "python"
     assert chunk.embed_text.startswith("src/m.py\n")
     assert chunk.content_hash == content_hash(text)
-    assert chunk.defines == ("raiseforstatus",)
+    assert chunk.defines == ("raise_for_status",)  # as written; the store keeps its compound form beside it
 
 
 def test_same_text_same_hash_whatever_the_path() -> None:
@@ -102,7 +102,7 @@ def test_a_long_function_becomes_windows_and_the_first_defines_it() -> None:
     parsed = parse("python", text)
     chunks = [c for c in chunk_source(record, text, parsed.symbols, "symbols") if c.start_line >= 5]
     assert len(chunks) >= 2 and all(len(c.text) <= SPLIT_CHARS + 60 for c in chunks)
-    assert chunks[0].start_line == 5 and chunks[0].defines == ("longone",)
+    assert chunks[0].start_line == 5 and chunks[0].defines == ("long_one",)
     assert all(c.defines == () for c in chunks[1:])
     assert all(b.start_line == a.end_line + 1 for a, b in zip(chunks, chunks[1:]))
     assert chunks[-1].end_line == text.count("\n")
@@ -115,9 +115,9 @@ def test_a_module_without_a_chunk_of_its_own_is_defined_where_it_starts() -> Non
 
     ruby = "module Sinatra\n  # helpers for routes\n  module Helpers\n    def status(value)\n      value\n    end\n  end\nend\n"
     chunks = chunk_source(FileRecord("lib/base.rb", FileKind.CODE, "ruby", 0, 0), ruby, parse("ruby", ruby).symbols, "symbols")
-    holding = {name: [c for c in chunks if name in c.defines] for name in ("sinatra", "helpers", "status")}
-    assert [c.start_line for c in holding["helpers"]] == [1]  # the gap chunk before `def status`
-    assert holding["sinatra"] == holding["helpers"]
+    holding = {name: [c for c in chunks if name in c.defines] for name in ("Sinatra", "Helpers", "status")}
+    assert [c.start_line for c in holding["Helpers"]] == [1]  # the gap chunk before `def status`
+    assert holding["Sinatra"] == holding["Helpers"]
     assert [(c.start_line, c.defines) for c in holding["status"]] == [(4, ("status",))]
 
     cpp = "namespace fmt {\nint format_to(int x) {\n  return x;\n}\n}\n"
@@ -150,7 +150,7 @@ def test_without_a_grammar_definitions_cut_the_file_and_small_pieces_merge() -> 
     chunks = chunk_source(record, elixir, None, "symbols")
     # the module head and `halt` merge (small); `send_resp` is too big to join them: a new piece
     # that starts at its comment, and windows of at most the piece size after that
-    assert [(c.start_line, c.defines) for c in chunks][:2] == [(1, ("conn", "halt")), (11, ("sendresp",))]
+    assert [(c.start_line, c.defines) for c in chunks][:2] == [(1, ("Conn", "halt")), (11, ("send_resp",))]
     assert chunks[-1].end_line == elixir.count("\n")
     assert all(len(c.text) <= DEFINITION_PIECE_CHARS + 80 for c in chunks)
     covered = [line for c in chunks for line in range(c.start_line, c.end_line + 1)]

@@ -45,6 +45,22 @@ def test_definition_outranks_files_that_mention_the_name_more(tmp_path: Path, op
     assert paths[0] == "src/z_retry.py" and set(paths) == {"src/z_retry.py", "src/a_user.py"}
 
 
+def test_a_name_typed_with_a_capital_is_found_where_it_is_defined_spelled_so(tmp_path: Path, open_index) -> None:
+    """`Dispatch` is the class, not the function `dispatch` that uses it everywhere; typed in
+    lowercase, both are definers."""
+    uses = "".join(f"    step_{i}: Dispatch = Dispatch(event, {i})\n" for i in range(12))
+    write_tree(tmp_path, {
+        "src/a_events.py": f"def dispatch(event: Dispatch) -> Dispatch:\n{uses}    return step_0\n",
+        "src/z_types.py": "class Dispatch:\n    \"\"\"An event on its way to its handlers.\"\"\"\n\n    name: str\n",
+    })
+    index = open_index(tmp_path)
+    index.refresh()
+    hits = index.search("Dispatch")
+    assert hits[0].path == "src/z_types.py" and hits[0].why.get("names") == 1
+    assert [("names" in h.why, "definition" in h.why) for h in hits if h.path == "src/a_events.py"] == [(False, False)]
+    assert {h.path for h in index.search("dispatch") if "names" in h.why} == {"src/a_events.py", "src/z_types.py"}
+
+
 def test_evidence_from_a_test_and_a_doc_section_reaches_the_code(tmp_path: Path, open_index) -> None:
     """The question's words are only in a test (which calls the code) and in a doc section (which
     names it); the code they point at must still be found, with the evidence named in `why`."""

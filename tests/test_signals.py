@@ -7,13 +7,15 @@ import pytest
 from codewhere.search import signals
 from codewhere.search.fuse import rrf
 from codewhere.search.signals import Candidate, query_shape
+from codewhere.tokens import compound
 from codewhere.types import FileKind
 
 
 def cand(cid: int, score: float, path: str = "src/a.py", kind: FileKind = FileKind.CODE, head: str = "",
          defines: tuple[str, ...] = ()) -> Candidate:
+    """`defines`: names as written, as the store keeps them beside their compound form."""
     lines = head.count("\n") + (0 if head.endswith("\n") else 1)
-    return Candidate(cid, score, path, kind, 1, lines, head, defines)
+    return Candidate(cid, score, path, kind, 1, lines, head, tuple(compound(n) for n in defines), spelled=defines)
 
 
 def ids(candidates: list[Candidate]) -> list[int]:
@@ -43,7 +45,7 @@ def test_fusion_weights_lean_on_names_for_identifiers() -> None:
 
 def test_definition_boost_puts_the_definer_first() -> None:
     user = cand(1, 0.030, defines=("run",))
-    definer = cand(2, 0.025, defines=("retrywithbackoff",))
+    definer = cand(2, 0.025, defines=("retry_with_backoff",))
     out = signals.definition_boost([user, definer], query_shape("retry_with_backoff"))
     assert ids(out) == [2, 1] and out[0].why["definition"] == 1 + signals.DEFINITION_BOOST
     assert ids(signals.definition_boost([user, definer], query_shape("how retries work"))) == [1, 2]
@@ -51,8 +53,8 @@ def test_definition_boost_puts_the_definer_first() -> None:
 
 def test_definition_boost_prefers_the_file_named_after_the_symbol() -> None:
     head = "public static partial class SqlMapper\n{"
-    partial = cand(1, 0.030, "Dapper/SqlMapper.CacheInfo.cs", head=head, defines=("sqlmapper",))
-    home = cand(2, 0.025, "Dapper/SqlMapper.cs", head=head, defines=("sqlmapper",))
+    partial = cand(1, 0.030, "Dapper/SqlMapper.CacheInfo.cs", head=head, defines=("SqlMapper",))
+    home = cand(2, 0.025, "Dapper/SqlMapper.cs", head=head, defines=("SqlMapper",))
     user = cand(3, 0.040, "Dapper/Other.cs")
     out = signals.definition_boost([partial, home, user], query_shape("SqlMapper"))
     assert ids(out) == [2, 1, 3]
@@ -64,14 +66,19 @@ def test_definition_boost_prefers_the_file_named_after_the_symbol() -> None:
 
 def test_a_name_typed_with_a_capital_is_defined_only_where_it_is_spelled_so() -> None:
     method = cand(1, 0.030, "lib/sinatra/base.rb", head="    def helpers\n      @instance\n", defines=("helpers",))
-    module = cand(2, 0.025, "lib/sinatra/base.rb", head="  # routes\n  module Helpers\n", defines=("helpers",))
+    module = cand(2, 0.025, "lib/sinatra/base.rb", head="  # routes\n  module Helpers\n", defines=("Helpers",))
     out = signals.definition_boost([method, module], query_shape("Sinatra::Helpers"))
     assert ids(out) == [2, 1] and "definition" not in out[1].why
     # typed in lowercase, the case says nothing: both are definers
     out = signals.definition_boost([method, module], query_shape("helpers"))
     assert ids(out) == [1, 2] and out[0].why["definition"] == out[1].why["definition"] == 1 + signals.DEFINITION_BOOST
-    assert query_shape("where does parseHeaders split lines").spelled.search("function parseHeaders(raw) {")
-    assert not query_shape("BaseModel").spelled.search("class BaseModelV1:")
+    assert query_shape("Sinatra::Helpers").capitalised == {"Helpers"} and not query_shape("helpers").capitalised
+    assert not query_shape("where does parseHeaders split lines").capitalised  # its capital only separates words
+    # the name must be defined spelled so, not merely appear in the chunk: `let dispatch: Dispatch = …`
+    variable = cand(3, 0.030, "src/applyMiddleware.ts", head="let dispatch: Dispatch = () => {", defines=("dispatch",))
+    type_ = cand(4, 0.025, "src/types/store.ts", head="export interface Dispatch<A> {", defines=("Dispatch",))
+    out = signals.definition_boost([variable, type_], query_shape("Dispatch"))
+    assert ids(out) == [4, 3] and "definition" not in out[1].why
 
 
 def test_path_signal_reads_the_file_name_and_its_folder() -> None:
@@ -155,8 +162,8 @@ def test_evidence_is_off_when_the_query_asks_for_tests() -> None:
 
 
 def test_signature_weight_counts_query_words_in_the_symbol_head() -> None:
-    a = cand(1, 0.020, head="def unrelated_name(x):\n    return x", defines=("unrelatedname",))
-    b = cand(2, 0.018, head="def rewind_body(prepared_request):\n    pass", defines=("rewindbody",))
+    a = cand(1, 0.020, head="def unrelated_name(x):\n    return x", defines=("unrelated_name",))
+    b = cand(2, 0.018, head="def rewind_body(prepared_request):\n    pass", defines=("rewind_body",))
     out = signals.signature_weight([a, b], query_shape("rewind the body"))
     assert ids(out) == [2, 1] and out[0].why["signature"] == pytest.approx(1 + signals.SIGNATURE_WEIGHT)
     plain = cand(3, 0.019, head="rewind body")  # not a symbol chunk: untouched
@@ -218,14 +225,15 @@ def _random_candidates(rng: random.Random) -> tuple[list[Candidate], dict[int, l
         ("src/auth.py", FileKind.CODE), ("tests/test_auth.py", FileKind.TEST), ("docs/guide.md", FileKind.DOCS),
         ("examples/demo.py", FileKind.CODE), ("pkg/__init__.py", FileKind.CODE), ("types/index.d.ts", FileKind.CODE),
     ]
-    heads = [("def rewind_body(request):\n    pass", ("rewindbody",)), ("class Router:\n    routes = []", ("router",)),
+    heads = [("def rewind_body(request):\n    pass", ("rewind_body",)), ("class Router:\n    routes = []", ("Router",)),
+             ("def router(app):\n    pass", ("router",)),
              ("from .a import b\n__all__ = ['b']", ()), ("retry the queue manager later", ()), ("", ())]
     candidates = []
     for cid in range(1, rng.randint(5, 40)):
         path, kind = rng.choice(files)
         head, defines = rng.choice(heads)
-        candidates.append(Candidate(cid, rng.uniform(0.001, 0.03), path, kind, 1, rng.randint(1, 40), head, defines,
-                                    {"keyword": cid}))
+        candidates.append(Candidate(cid, rng.uniform(0.001, 0.03), path, kind, 1, rng.randint(1, 40), head,
+                                    tuple(compound(n) for n in defines), {"keyword": cid}, spelled=defines))
     outside = {cid: cand(cid, 0.0, rng.choice(files[:4])[0]) for cid in range(100, 106)}
     pool = [c.chunk_id for c in candidates] + list(outside)
     evidence = {c.chunk_id: rng.sample(pool, rng.randint(1, 4)) for c in candidates if signals.is_evidence_source(c)}

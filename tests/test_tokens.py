@@ -82,43 +82,43 @@ deploy() {
 while (running) {
 """
     in_python = {name for _, name in find_definitions(source, "python")}
-    assert {"foo", "shouldstripauth"} <= in_python and not in_python & {"usething", "computesum", "deploy"}
+    assert {"Foo", "should_strip_auth"} <= in_python and not in_python & {"useThing", "computeSum", "deploy"}
     assert find_definitions(source, "markdown") == []
     assert find_definitions(source) == [
-        (1, "foo"), (2, "shouldstripauth"), (4, "handle"), (5, "usething"), (6, "parseit"),
-        (7, "computesum"), (8, "deploy"), (9, "maxsize"),
+        (1, "Foo"), (2, "should_strip_auth"), (4, "Handle"), (5, "useThing"), (6, "parse_it"),
+        (7, "computeSum"), (8, "deploy"), (9, "MAX_SIZE"),
     ]
 
 
 def test_definitions_in_languages_without_a_grammar_name_the_last_segment() -> None:
     elixir = "defmodule Ecto.Query do\n  def from(expr, kw \\\\ []) do\n  defp build?(x), do: x\n  defmacro where(q, b)\n  from(q)\n"
-    assert find_definitions(elixir, "elixir") == [(1, "query"), (2, "from"), (3, "build"), (4, "where")]
+    assert find_definitions(elixir, "elixir") == [(1, "Query"), (2, "from"), (3, "build"), (4, "where")]
     haskell = (
         "module Data.Aeson.Types.Internal\n  ( Parser\n  ) where\ndata Value = Object !Object\n"
         "newtype Parser a = Parser {\nparseEither :: (a -> Parser b) -> a -> Either String b\n"
         "parseEither m v = x\nclass (Monad m) => MonadParser m where\n  inner :: Int\n"
     )
-    assert find_definitions(haskell, "haskell") == [(1, "internal"), (4, "value"), (5, "parser"), (6, "parseeither"),
-                                                    (8, "monadparser")]
+    assert find_definitions(haskell, "haskell") == [(1, "Internal"), (4, "Value"), (5, "Parser"), (6, "parseEither"),
+                                                    (8, "MonadParser")]
     lua = "local M = {}\nfunction M.setup(opts)\nfunction M:close()\nlocal function helper(x)\nM.run = function(a)\nM.value = 3\n"
     assert find_definitions(lua, "lua") == [(2, "setup"), (3, "close"), (4, "helper"), (5, "run")]
     zig = "pub fn parse(comptime T: type) !T {\nconst Self = @This();\npub const Param = struct {\nconst Kind = enum(u8) {\n"
-    assert find_definitions(zig, "zig") == [(1, "parse"), (3, "param"), (4, "kind")]
+    assert find_definitions(zig, "zig") == [(1, "parse"), (3, "Param"), (4, "Kind")]
 
 
 @pytest.mark.parametrize(
     ("language", "source", "names"),
     [
-        ("perl", "package Mojo::UserAgent;\nsub start {\n  my $self = shift;\n", ["useragent", "start"]),
-        ("r", "read_config <- function(path) {\nhelper = function(x) x\nx <- 3\n", ["readconfig", "helper"]),
+        ("perl", "package Mojo::UserAgent;\nsub start {\n  my $self = shift;\n", ["UserAgent", "start"]),
+        ("r", "read_config <- function(path) {\nhelper = function(x) x\nx <- 3\n", ["read_config", "helper"]),
         ("clojure", "(defn wrap-params\n  [handler]\n(defprotocol Store\n(def ^:private cache (atom {}))\n",
-         ["wrapparams", "store", "cache"]),
+         ["wrap-params", "Store", "cache"]),
         ("julia", "module Flux\nfunction train!(loss, ps)\nmutable struct State\narea(r) = pi * r^2\nx == y\n",
-         ["flux", "train", "state", "area"]),
+         ["Flux", "train", "State", "area"]),
         ("ocaml", "let rec parse_expr lexbuf =\nand parse_term t =\ntype token = INT of int\nmodule Lexer = struct\nlet () = main ()\n",
-         ["parseexpr", "parseterm", "token", "lexer"]),
+         ["parse_expr", "parse_term", "token", "Lexer"]),
         ("erlang", "-module(cowboy_req).\nparse_header(Name, Req) ->\nreply(S, Req) when is_integer(S) ->\n    ok.\n",
-         ["cowboyreq", "parseheader", "reply"]),
+         ["cowboy_req", "parse_header", "reply"]),
     ],
 )
 def test_definitions_in_more_languages(language: str, source: str, names: list[str]) -> None:

@@ -15,7 +15,7 @@ from codewhere.types import Chunk, FileKind, FileRecord, Symbol
 CHUNKER_VERSION = "3"  # bump when embedding texts change: every vector is made again
 # bump when the cut or what is recorded beside the text changes (defined names, mentions, file
 # kinds): an index rewrites its files at its next refresh and keeps the vectors of unchanged texts
-RECORDS_VERSION = 4
+RECORDS_VERSION = 5  # 5: defined names are recorded as written (`Helpers`), not in compound form
 CHARS_PER_TOKEN = 4
 TARGET_TOKENS = 700
 OVERLAP_TOKENS = 80
@@ -201,7 +201,7 @@ def symbol_chunks(record: FileRecord, text: str, symbols: tuple[Symbol, ...]) ->
             stored = utf8_prefix(body, STORED_BYTES)
         # the symbol's header names its kind and qualified name: part of the vector's key
         out.append(_chunk(record, start, start + head_end - 1, stored, symbol_embed_text(record.path, symbol, head),
-                          (compound(symbol.name),), recipe=f"symbol:{symbol.kind}:{symbol.qualified_name}"))
+                          (symbol.name,), recipe=f"symbol:{symbol.kind}:{symbol.qualified_name}"))
         for p_start, p_end, p_body in parts:
             out.append(_chunk(record, start + p_start - 1, start + p_end - 1, p_body,
                               f"{symbol_header(record.path, symbol)}\n{p_body}",
@@ -232,7 +232,7 @@ def _define_unchunked(chunks: list[Chunk], symbols: tuple[Symbol, ...], chunked:
         holding = [i for i in range(max(0, after - 4), after) if chunks[i].end_line >= symbol.start_line]
         if holding:
             smallest = min(holding, key=lambda i: chunks[i].end_line - chunks[i].start_line)
-            extra.setdefault(smallest, []).append(compound(symbol.name))
+            extra.setdefault(smallest, []).append(symbol.name)
     return [replace(c, defines=tuple(dict.fromkeys([*c.defines, *extra[i]]))) if i in extra else c
             for i, c in enumerate(chunks)]
 
@@ -391,7 +391,7 @@ def _cut(record: FileRecord, text: str, symbols: tuple[Symbol, ...] | None, chun
     chunks = chunk_file(record, text)
     if symbols:  # the parser knows the definitions better than the regular expressions
         chunks = [
-            replace(c, defines=tuple(dict.fromkeys(compound(s.name) for s in symbols if c.start_line <= s.start_line <= c.end_line)))
+            replace(c, defines=tuple(dict.fromkeys(s.name for s in symbols if c.start_line <= s.start_line <= c.end_line)))
             for c in chunks
         ]
     return chunks

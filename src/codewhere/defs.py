@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-from codewhere.tokens import compound
 
 _KEYWORDS = frozenset(
     "if for while switch catch return sizeof new else do try with match elif except function case".split()
@@ -97,7 +96,7 @@ MAX_LINE_CHARS = 500  # longer lines are data or minified code, not definitions
 
 
 def find_definitions(text: str, language: str = "") -> list[tuple[int, str]]:
-    """(1-based line, compound name) of each definition found, in line order."""
+    """(1-based line, name as written) of each definition found, in line order."""
     patterns = _BY_LANGUAGE.get(language, _ANY_LANGUAGE)
     if not patterns:
         return []
@@ -109,6 +108,6 @@ def find_definitions(text: str, language: str = "") -> list[tuple[int, str]]:
             match = pattern.match(line)
             name = match and next((g for g in match.groups() if g), None)
             if name and name not in _KEYWORDS:
-                found.append((number, compound(name.rstrip("?!"))))
+                found.append((number, name.rstrip("?!")))
                 break
     return found

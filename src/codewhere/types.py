@@ -86,7 +86,7 @@ class Chunk:
     kind: FileKind
     language: str
     content_hash: str
-    defines: tuple[str, ...] = ()  # names this chunk defines (def/class/func ...)
+    defines: tuple[str, ...] = ()  # names this chunk defines (def/class/func ...), as written
     embed: bool = True  # False for chunks of only imports and assignments: keyword-searchable, not embedded
     mentions: tuple[str, ...] = ()  # documentation only: code names its prose names, where its evidence points
 

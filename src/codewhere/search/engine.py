@@ -66,7 +66,9 @@ def hybrid_ranked(
     # one lookup for the queried identifier and, with query-shape, every name-like word (`Router`)
     own = identifier_name(query) if is_identifier_query(query) else None
     extra = sorted(shape.names) if "query-shape" not in disabled else []
-    defined = store.chunks_defining_names(sorted({*extra, *([own] if own else [])}), filters)
+    # a name typed with a capital is looked up where it is defined spelled so (signals.definition_factor)
+    spelled = sorted(shape.capitalised) if "query-shape" not in disabled else []
+    defined = store.chunks_defining_names(sorted({*extra, *([own] if own else [])}), filters, spelled)
     names = list(dict.fromkeys(defined.get(own, [])))[:RRF_DEPTH] if own else []
     rankings["names"] = list(dict.fromkeys([*names, *(cid for name in extra for cid in defined.get(name, []))]))[:RRF_DEPTH]
     weights = signals.fusion_weights(shape) if "query-shape" not in disabled else None
@@ -95,7 +97,7 @@ def _candidates(
             continue
         read[cid] = row
         out.append(signals.Candidate(cid, score, row.path, row.kind, row.start_line, row.end_line, row.text, row.defines,
-                                     why, row.mentions))
+                                     why, row.mentions, row.spelled))
     return out
 
 

@@ -52,7 +52,6 @@ SMALL_CHUNK_LINES = 10  # chunks of at most this many lines (getters, one-line d
 SMALL_CHUNK_PENALTY = 0.7  # ... × this: they match a question's words by density, not by substance
 PATH_WEIGHT = 4.0  # × (1 + weight × share of query terms in the file's path: `join_set.rs`, `websockets.py`)
 MISSPELLED_DEFINITION_SHARE = 0.0  # of the boost, for a definer that doesn't spell a capitalised name as typed
-SPELLED_CHARS = 1000  # ... looked for in the chunk's first characters (`def helpers` is not `module Helpers`)
 PATH_FOLDERS = 1  # the path signal reads the file name and this many folders above it (0: all)
 PATH_PREFIX_MIN = 3  # path and query words match when one starts the other, both this long (`lock`, `lockfile`) ...
 PATH_PREFIX_MIN_FOR_IDENTIFIERS = 0  # ... not for an identifier (0: whole words): `Depends` is not `dependencies/`
@@ -76,7 +75,7 @@ class QueryShape:
     wants_docs: bool
     term_set: frozenset[str] = frozenset()  # the terms, for the signature signal
     path_terms: frozenset[str] = frozenset()  # stems of the longer terms, for the path signal
-    spelled: re.Pattern[str] | None = None  # the names typed with a capital, as typed (`Helpers`, `BaseModel`)
+    capitalised: frozenset[str] = frozenset()  # the names typed with a leading capital, as typed (`Helpers`)
 
 
 def query_shape(query: str) -> QueryShape:
@@ -92,7 +91,7 @@ def query_shape(query: str) -> QueryShape:
         terms, frozenset(n for n in names if n), identifier,
         not TEST_WORDS.isdisjoint(word_set), not DOCS_WORDS.isdisjoint(word_set),
         frozenset(terms), frozenset(stem(t) for t in terms if len(t) > 2),
-        _spelled_pattern(typed),
+        frozenset(n for n in typed if _CAPITALISED_NAME.fullmatch(n)),
     )
 
 
@@ -101,14 +100,9 @@ _NAME_SEPARATORS = re.compile(r"[\s,;]+")
 _SEGMENT_SEPARATORS = re.compile(r"::|\.|->|#")
 _CODE_TOKEN = re.compile(r"[A-Za-z_$][\w$.:#>-]*(\(\))?")
 _CODE_MARK = re.compile(r"_|[a-z][A-Z]|::|\.\w|\(\)|^[A-Z][a-z]+[A-Z]")
-_CAPITALISED_NAME = re.compile(r"[\w$]*[A-Z][\w$]*")
-
-
-def _spelled_pattern(typed: Sequence[str]) -> re.Pattern[str] | None:
-    """The code names of a query that hold a capital, as whole words spelled exactly so: a
-    capital is deliberate, a lowercase name may be typed casually."""
-    spelled = sorted({n for n in typed if _CAPITALISED_NAME.fullmatch(n)})
-    return re.compile(rf"(?<![\w$])(?:{'|'.join(map(re.escape, spelled))})(?![\w$])") if spelled else None
+# a leading capital is deliberate (a type, not the function or variable of the same letters); later
+# ones only separate words: `parseHeaders` may be typed for `parse_headers`
+_CAPITALISED_NAME = re.compile(r"[A-Z][\w$]*")
 
 
 def last_segment(token: str) -> str:
@@ -143,11 +137,12 @@ class Candidate(NamedTuple):
     defines: tuple[str, ...]  # compound names the chunk defines
     why: Mapping[str, object] = _NO_WHY
     mentions: tuple[str, ...] = ()  # documentation: the code names its prose mentions
+    spelled: tuple[str, ...] = ()  # the names it defines as written (`Helpers`), beside `defines`
 
     def with_score(self, score: float, why: Mapping[str, object]) -> Candidate:
         # the constructor, not _replace (twice as slow): this runs for most candidates of every query
         return Candidate(self.chunk_id, score, self.path, self.kind, self.start_line, self.end_line, self.text,
-                         self.defines, why, self.mentions)
+                         self.defines, why, self.mentions, self.spelled)
 
 
 # ---- signals ---------------------------------------------------------------------------------
@@ -164,7 +159,7 @@ def definition_factor(c: Candidate, shape: QueryShape) -> float:
     if not shape.names or shape.names.isdisjoint(c.defines):
         return 1.0
     boost = DEFINITION_BOOST
-    if shape.spelled is not None and not shape.spelled.search(c.text, 0, SPELLED_CHARS):
+    if shape.capitalised and shape.capitalised.isdisjoint(c.spelled):
         boost *= MISSPELLED_DEFINITION_SHARE
     if file_named_after(c.path, shape.names):
         return (1 + boost) * (1 + DEFINITION_FILE_BOOST)
@@ -465,7 +460,7 @@ _ANY_QUERY = query_shape("")  # for the signals that read only the candidates
 def definition_boost(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
     """Signal `definition`: the chunk that defines a queried name outranks chunks that use it,
     more so in a file named after it (`SqlMapper.cs` over the partial `SqlMapper.CacheInfo.cs`);
-    a name typed with a capital counts only where it is spelled so (`Sinatra::Helpers` is
+    a name typed with a capital counts only where it is defined spelled so (`Sinatra::Helpers` is
     `module Helpers`, not `def helpers`)."""
     return apply_signals(candidates, shape, ("definition",))
 

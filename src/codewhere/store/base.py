@@ -14,6 +14,7 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from codewhere.tokens import compound
 from codewhere.types import (
     Chunk,
     Edge,
@@ -79,6 +80,28 @@ SELECT id, distance, via, path, line FROM walk ORDER BY distance, path, line
 
 
 FILE_KINDS: dict[str, FileKind] = {kind.value: kind for kind in FileKind}  # faster than FileKind(value) per row
+DEFINITION_SEPARATOR = "\x1f"  # between the (compound, as written) names of a chunk's definitions, read in one column
+
+
+def definition_rows(defines: Sequence[str]) -> list[tuple[str, str]]:
+    """(compound name, name as written) of each name a chunk defines, once each: a lookup by
+    `raise_for_status` or `RaiseForStatus` finds both, and a name typed with a capital can still
+    ask for its exact spelling."""
+    return [(compound(name), name) for name in dict.fromkeys(defines)]
+
+
+def spelled_keys(names: Sequence[str], spelled: Sequence[str]) -> list[str]:
+    """The looked-up compound names that a name typed with a capital (`spelled`) stands for: those
+    are defined only where a definition spells them exactly so."""
+    return sorted({compound(name) for name in spelled} & set(names))
+
+
+def split_definitions(joined: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(compound names, names as written) of a chunk, from `name || sep || spelled` rows joined by sep."""
+    if not joined:
+        return (), ()
+    parts = joined.split(DEFINITION_SEPARATOR)
+    return tuple(parts[0::2]), tuple(parts[1::2])
 
 
 class CandidateRow(NamedTuple):
@@ -95,6 +118,7 @@ class CandidateRow(NamedTuple):
     repo: str
     defines: tuple[str, ...]  # compound names the chunk defines
     mentions: tuple[str, ...]  # documentation: code names its prose mentions
+    spelled: tuple[str, ...] = ()  # the names it defines as written (`Helpers`), beside `defines`
 
     def chunk(self) -> StoredChunk:
         return StoredChunk(self.id, self.path, self.start_line, self.end_line, self.kind, self.language, self.text, self.repo)
@@ -169,7 +193,9 @@ class Store(Protocol):
     def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]: ...
     def candidate_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, CandidateRow]: ...
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]: ...
-    def chunks_defining_names(self, names: Sequence[str], filters: Filters) -> dict[str, list[int]]: ...
+    def chunks_defining_names(
+        self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()
+    ) -> dict[str, list[int]]: ...
     def get_chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]: ...
     def chunk_at(self, path: str, line: int) -> ChunkAt | None: ...
     def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]: ...

@@ -27,14 +27,18 @@ from psycopg import sql
 from codewhere.config import redact_dsn
 from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError
 from codewhere.store.base import (
+    DEFINITION_SEPARATOR,
     FILE_KINDS,
     CandidateRow,
     ChunkAt,
     FileState,
     StoreStats,
+    definition_rows,
     impact_sql,
     like_escape,
     smallest_chunk_by_line,
+    spelled_keys,
+    split_definitions,
 )
 from codewhere.types import (
     Chunk,
@@ -137,6 +141,13 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE symbols ADD COLUMN chunk_id BIGINT;
     ALTER TABLE edges ADD COLUMN chunk_id BIGINT;
     CREATE INDEX edges_chunk ON edges(chunk_id);
+    DELETE FROM repo_meta WHERE key = 'chunker_version';
+    """,
+    # Each definition as written (`Helpers`) beside its compound name, so a name typed with a capital
+    # can ask for its exact spelling. Rows written before have none: forgetting the chunker version
+    # makes each repository's next refresh write them again.
+    """
+    ALTER TABLE definitions ADD COLUMN spelled TEXT NOT NULL DEFAULT '';
     DELETE FROM repo_meta WHERE key = 'chunker_version';
     """,
 )
@@ -400,9 +411,10 @@ class PostgresStore:
                     assert row is not None
                     ids.append(int(row[0]))
                     cur.nextset()
-            definitions = [(cid, name) for cid, c in zip(ids, chunks, strict=True) for name in c.defines]
+            definitions = [(cid, key, spelled) for cid, c in zip(ids, chunks, strict=True)
+                           for key, spelled in definition_rows(c.defines)]
             if definitions:
-                cur.executemany("INSERT INTO definitions(chunk_id, name) VALUES(%s, %s)", definitions)
+                cur.executemany("INSERT INTO definitions(chunk_id, name, spelled) VALUES(%s, %s, %s)", definitions)
             chunk_of = smallest_chunk_by_line([(cid, c.start_line, c.end_line) for cid, c in zip(ids, chunks, strict=True)])
             symbol_ids: dict[str, int] = {}
             if symbols:
@@ -666,16 +678,17 @@ class PostgresStore:
         where, params = self._filter(filters)
         rows = self._db.execute(
             f"""SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, c.mentions, r.name,
-                       (SELECT string_agg(d.name, ' ') FROM definitions d WHERE d.chunk_id = c.id)
+                       (SELECT string_agg(d.name || %s || d.spelled, %s) FROM definitions d WHERE d.chunk_id = c.id)
                 FROM chunks c JOIN files f ON f.id = c.file_id JOIN repos r ON r.id = f.repo_id
                 WHERE c.id = ANY(%s) {where}""",
-            (list(ids), *params),
+            (DEFINITION_SEPARATOR, DEFINITION_SEPARATOR, list(ids), *params),
         )
-        return {
-            int(cid): CandidateRow(int(cid), path, start, end, FILE_KINDS[kind], language, text, repo,
-                                   tuple((names or "").split()), tuple((mentions or "").split()))
-            for cid, path, start, end, kind, language, text, mentions, repo, names in rows
-        }
+        out = {}
+        for cid, path, start, end, kind, language, text, mentions, repo, names in rows:
+            defines, spelled = split_definitions(names)
+            out[int(cid)] = CandidateRow(int(cid), path, start, end, FILE_KINDS[kind], language, text, repo, defines,
+                                         tuple((mentions or "").split()), spelled)
+        return out
 
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
         if not chunk_ids:
@@ -690,14 +703,18 @@ class PostgresStore:
             out.setdefault(int(source), []).append(int(target))
         return out
 
-    def chunks_defining_names(self, names: Sequence[str], filters: Filters) -> dict[str, list[int]]:
+    def chunks_defining_names(
+        self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()
+    ) -> dict[str, list[int]]:
         if not names:
             return {}
         where, params = self._filter(filters)
+        keys = spelled_keys(names, spelled)
+        exact = "AND (d.name <> ALL(%s) OR d.spelled = ANY(%s))" if keys else ""
         rows = self._db.execute(
-            f"""SELECT d.name, c.id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
-                JOIN files f ON f.id = c.file_id WHERE d.name = ANY(%s) {where} ORDER BY c.id""",
-            (list(names), *params),
+            f"""SELECT DISTINCT d.name, c.id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
+                JOIN files f ON f.id = c.file_id WHERE d.name = ANY(%s) {exact} {where} ORDER BY c.id""",
+            (list(names), *([keys, list(spelled)] if keys else []), *params),
         )
         out: dict[str, list[int]] = {}
         for name, cid in rows:

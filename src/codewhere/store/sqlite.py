@@ -19,14 +19,18 @@ import sqlite_vec
 from codewhere.errors import IndexFileError, ModelError, QueryError
 from codewhere.locks import index_writer_lock
 from codewhere.store.base import (
+    DEFINITION_SEPARATOR,
     FILE_KINDS,
     CandidateRow,
     ChunkAt,
     FileState,
     StoreStats,
+    definition_rows,
     impact_sql,
     like_escape,
     smallest_chunk_by_line,
+    spelled_keys,
+    split_definitions,
 )
 from codewhere.types import (
     Chunk,
@@ -48,7 +52,7 @@ from codewhere.types import (
 log = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x63776872  # "cwhr": marks a SQLite file as a codewhere index
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 BUSY_TIMEOUT_MS = 10_000
 # bm25 column weights: the path tokens repeat in every chunk of a file, so they count for less.
 BM25_WEIGHT_PATH = 0.5
@@ -80,7 +84,8 @@ CREATE INDEX chunks_file ON chunks(file_id);
 CREATE INDEX chunks_hash ON chunks(content_hash);
 CREATE TABLE definitions(
     chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
-    name TEXT NOT NULL
+    name TEXT NOT NULL,  -- compound (`raiseforstatus`): what a lookup matches
+    spelled TEXT NOT NULL  -- as written (`raise_for_status`, `Helpers`)
 );
 CREATE INDEX definitions_name ON definitions(name);
 CREATE INDEX definitions_chunk ON definitions(chunk_id);
@@ -127,6 +132,9 @@ CREATE INDEX edges_target ON edges(target_id);
 CREATE INDEX edges_target_name ON edges(target_name);
 CREATE INDEX edges_chunk ON edges(chunk_id);
 """
+
+
+_SEP = f"char({ord(DEFINITION_SEPARATOR)})"
 
 
 def fts5_expression(query: TermQuery) -> str:
@@ -330,7 +338,8 @@ class SqliteStore:
             )
             if chunk.defines:
                 self._db.executemany(
-                    "INSERT INTO definitions(chunk_id, name) VALUES(?, ?)", [(chunk_id, n) for n in chunk.defines]
+                    "INSERT INTO definitions(chunk_id, name, spelled) VALUES(?, ?, ?)",
+                    [(chunk_id, key, spelled) for key, spelled in definition_rows(chunk.defines)],
                 )
             ids.append(chunk_id)
         chunk_of = smallest_chunk_by_line([(cid, c.start_line, c.end_line) for cid, c in zip(ids, chunks, strict=True)])
@@ -571,16 +580,18 @@ class SqliteStore:
         where, params = self._filter(filters)
         rows = self._db.execute(
             f"""SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, c.mentions,
-                       (SELECT group_concat(d.name, ' ') FROM definitions d WHERE d.chunk_id = c.id)
+                       (SELECT group_concat(d.name || {_SEP} || d.spelled, {_SEP}) FROM definitions d
+                        WHERE d.chunk_id = c.id)
                 FROM chunks c JOIN files f ON f.id = c.file_id
                 WHERE c.id IN ({','.join('?' * len(ids))}){where}""",
             (*ids, *params),
         )
-        return {
-            cid: CandidateRow(cid, path, start, end, FILE_KINDS[kind], language, text, "",
-                              tuple((names or "").split()), tuple((mentions or "").split()))
-            for cid, path, start, end, kind, language, text, mentions, names in rows
-        }
+        out = {}
+        for cid, path, start, end, kind, language, text, mentions, names in rows:
+            defines, spelled = split_definitions(names)
+            out[cid] = CandidateRow(cid, path, start, end, FILE_KINDS[kind], language, text, "", defines,
+                                    tuple((mentions or "").split()), spelled)
+        return out
 
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
         """For each chunk, the chunks holding the definitions its resolved calls point at."""
@@ -597,15 +608,23 @@ class SqliteStore:
             out.setdefault(source, []).append(target)
         return out
 
-    def chunks_defining_names(self, names: Sequence[str], filters: Filters) -> dict[str, list[int]]:
+    def chunks_defining_names(
+        self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()
+    ) -> dict[str, list[int]]:
+        """Chunks defining each compound name, by id. A name that `spelled` holds as written
+        (`Helpers`) is defined only where it is spelled so: `module Helpers`, not `def helpers`."""
         if not names:
             return {}
         where, params = self._filter(filters)
+        keys = spelled_keys(names, spelled)
+        exact = (f" AND (d.name NOT IN ({','.join('?' * len(keys))}) OR d.spelled IN ({','.join('?' * len(spelled))}))"
+                 if keys else "")
+        exact_params = [*keys, *spelled] if keys else []
         rows = self._db.execute(
-            f"""SELECT d.name, c.id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
-                JOIN files f ON f.id = c.file_id WHERE d.name IN ({','.join('?' * len(names))}){where}
+            f"""SELECT DISTINCT d.name, c.id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
+                JOIN files f ON f.id = c.file_id WHERE d.name IN ({','.join('?' * len(names))}){exact}{where}
                 ORDER BY c.id""",
-            (*names, *params),
+            (*names, *exact_params, *params),
         )
         out: dict[str, list[int]] = {}
         for name, cid in rows:
