@@ -5,7 +5,8 @@
 semble's 91 dev symbol queries score 0.998 and cannot tell two symbol rules apart. This makes more:
 in each repo (default: the dev split; reported repos are refused, as in fit_signals.py), the type-like
 symbols (classes, structs, interfaces, traits, enums, modules, types) that the index's parser finds
-in exactly one code file and nowhere else, at least four characters long, most mentioned first
+in exactly one code file and nowhere else, longer than one line (not a declaration like `mod file;`)
+and at least four characters long, most mentioned first
 (the number of files naming them as a word); the query is the bare name, the gold its file, scored
 as semble scores (top 10, file-level NDCG@10). The parser that picks the gold is codewhere's own, so
 this measures ranking, not whether definitions are found; languages without a grammar here give
@@ -50,7 +51,8 @@ def probe_queries(index: Index, root: Path, per_repo: int) -> list[EvalQuery]:
     for path in store.indexed_paths(Filters()):
         for symbol in store.outline(path):
             defined_in[symbol.name].add(path)
-            if path in code and symbol.kind in TYPE_KINDS:
+            # one line is a declaration whose body lives elsewhere (`mod file;`, `struct Curl_easy;`)
+            if path in code and symbol.kind in TYPE_KINDS and symbol.end_line > symbol.start_line:
                 type_like.add(symbol.name)
     names = [n for n in type_like if len(defined_in[n]) == 1 and len(n) >= MIN_NAME_CHARS and _NAME.fullmatch(n)]
     wanted = set(names)
