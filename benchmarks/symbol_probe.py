@@ -1,6 +1,6 @@
 """Symbol queries made from the dev repositories' own definitions: a fitting aid where semble's are too few.
 
-    python benchmarks/symbol_probe.py [--repo cobra ...] [--per-repo 15] [--json OUT]
+    python benchmarks/symbol_probe.py [--kind type|function] [--repo cobra ...] [--per-repo 15] [--json OUT]
 
 semble's 91 dev symbol queries score 0.998 and cannot tell two symbol rules apart. This makes more:
 in each repo (default: the dev split; reported repos are refused, as in fit_signals.py), the type-like
@@ -10,7 +10,9 @@ and at least four characters long, most mentioned first
 (the number of files naming them as a word); the query is the bare name, the gold its file, scored
 as semble scores (top 10, file-level NDCG@10). The parser that picks the gold is codewhere's own, so
 this measures ranking, not whether definitions are found; languages without a grammar here give
-no queries.
+no queries. `--kind function`: functions and methods instead, only names that read as code (with an
+underscore or an inner capital: `render_template`, `createStore`), since `default` or `update` are
+words before they are names.
 """
 
 from __future__ import annotations
@@ -36,25 +38,30 @@ from codewhere.config import Settings  # noqa: E402
 from codewhere.evaluate import EvalQuery, Target, score_query  # noqa: E402
 from codewhere.types import FileKind, Filters  # noqa: E402
 
-TYPE_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "module", "type", "protocol", "object"})
+KINDS = {
+    "type": frozenset({"class", "struct", "interface", "trait", "enum", "module", "type", "protocol", "object"}),
+    "function": frozenset({"function", "method"}),
+}
 MIN_NAME_CHARS = 4
 _NAME = re.compile(r"[A-Za-z_]\w*")
+_CODE_LIKE = re.compile(r"\w+_\w+|\w*[a-z][A-Z]\w*")
 _WORD = re.compile(r"\w+")
 
 
-def probe_queries(index: Index, root: Path, per_repo: int) -> list[EvalQuery]:
+def probe_queries(index: Index, root: Path, per_repo: int, kind: str = "type") -> list[EvalQuery]:
     store = index.store
     code_only = Filters(exclude_kinds=tuple(k for k in FileKind if k is not FileKind.CODE))
     code = set(store.indexed_paths(code_only))
     defined_in: dict[str, set[str]] = defaultdict(set)
-    type_like: set[str] = set()
+    wanted_kind: set[str] = set()
     for path in store.indexed_paths(Filters()):
         for symbol in store.outline(path):
             defined_in[symbol.name].add(path)
             # one line is a declaration whose body lives elsewhere (`mod file;`, `struct Curl_easy;`)
-            if path in code and symbol.kind in TYPE_KINDS and symbol.end_line > symbol.start_line:
-                type_like.add(symbol.name)
-    names = [n for n in type_like if len(defined_in[n]) == 1 and len(n) >= MIN_NAME_CHARS and _NAME.fullmatch(n)]
+            if path in code and symbol.kind in KINDS[kind] and symbol.end_line > symbol.start_line:
+                wanted_kind.add(symbol.name)
+    names = [n for n in wanted_kind if len(defined_in[n]) == 1 and len(n) >= MIN_NAME_CHARS and _NAME.fullmatch(n)
+             and (kind == "type" or _CODE_LIKE.fullmatch(n))]
     wanted = set(names)
     mentions: Counter[str] = Counter()
     for path in code:
@@ -70,6 +77,7 @@ def probe_queries(index: Index, root: Path, per_repo: int) -> list[EvalQuery]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repo", action="append", help="repos to probe (default: the dev split of benchmarks/splits.py)")
+    parser.add_argument("--kind", choices=sorted(KINDS), default="type")
     parser.add_argument("--per-repo", type=int, default=15)
     parser.add_argument("--json", type=Path, help="write every query, its gold file, rank and top three files here")
     parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
@@ -87,7 +95,7 @@ def main() -> None:
         root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
         index = Index.open(root, settings=settings)
         index.refresh()
-        queries = probe_queries(index, root, args.per_repo)
+        queries = probe_queries(index, root, args.per_repo, args.kind)
         scores = []
         for q in queries:
             hits = index.search(q.query, k=10)

@@ -99,12 +99,18 @@ def test_path_signal_matches_a_word_that_starts_another() -> None:
     assert signals.path_factor(cand(4, 0.01, "src/configuration.py"), query_shape("config loading")) > 1.0
 
 
-def test_path_signal_takes_only_whole_words_for_an_identifier() -> None:
+def test_path_signal_takes_only_a_file_or_folder_named_after_an_identifier() -> None:
     folder = cand(1, 0.01, "fastapi/dependencies/utils.py")
     named = cand(2, 0.01, "fastapi/depends.py")
     assert signals.path_factor(folder, query_shape("Depends")) == 1.0  # `depend` only starts `dependencies`
-    assert signals.path_factor(named, query_shape("Depends")) > 1.0
+    assert signals.path_factor(named, query_shape("Depends")) == 1 + signals.PATH_WEIGHT
     assert signals.path_factor(folder, query_shape("what a route depends on")) > 1.0  # prose keeps the prefix rule
+    # a file sharing a part of the name is not named after it; a file or folder spelled so is
+    assert signals.path_factor(cand(3, 0.01, "lib/curl_trc.c"), query_shape("curl_msnprintf")) == 1.0
+    assert signals.path_factor(cand(4, 0.01, "lib/easy.c"), query_shape("Curl_easy")) == 1.0
+    assert signals.path_factor(cand(5, 0.01, "tokio/src/task/join_set.rs"), query_shape("JoinSet")) > 1.0
+    assert signals.path_factor(cand(6, 0.01, "tokio/src/sync/mpsc/mod.rs"), query_shape("mpsc")) > 1.0
+    assert signals.path_factor(cand(7, 0.01, "lib/rack/builder.rb"), query_shape("Rack::Builder")) > 1.0
 
 
 def test_size_prior_steps_small_chunks_back() -> None:

@@ -53,8 +53,7 @@ SMALL_CHUNK_PENALTY = 0.7  # ... × this: they match a question's words by densi
 PATH_WEIGHT = 4.0  # × (1 + weight × share of query terms in the file's path: `join_set.rs`, `websockets.py`)
 MISSPELLED_DEFINITION_SHARE = 0.0  # of the boost, for a definer that doesn't spell a capitalised name as typed
 PATH_FOLDERS = 1  # the path signal reads the file name and this many folders above it (0: all)
-PATH_PREFIX_MIN = 3  # path and query words match when one starts the other, both this long (`lock`, `lockfile`) ...
-PATH_PREFIX_MIN_FOR_IDENTIFIERS = 0  # ... not for an identifier (0: whole words): `Depends` is not `dependencies/`
+PATH_PREFIX_MIN = 3  # path and query words match when one starts the other, both this long (`lock`, `lockfile`)
 
 TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "mocks"})
 # "documentation" is left out on purpose: "documentation generation" asks for the code that generates it
@@ -264,11 +263,19 @@ def line_words(line: str) -> frozenset[str]:
 
 
 def path_factor(c: Candidate, shape: QueryShape) -> float:
+    if shape.identifier and shape.names:
+        # a typed name points at the file or folder named after it (`join_set.rs` for `JoinSet`,
+        # `mpsc/mod.rs` for `mpsc`), not at one sharing a part of it (`curl_trc.c` for `curl_msnprintf`)
+        return 1 + PATH_WEIGHT if named_after(c.path, shape.names) else 1.0
     if not shape.path_terms:
         return 1.0
-    prefix_min = PATH_PREFIX_MIN_FOR_IDENTIFIERS if shape.identifier else PATH_PREFIX_MIN
-    matched = _path_matches(c.path, shape.path_terms, PATH_FOLDERS, prefix_min)
-    return 1 + PATH_WEIGHT * matched / len(shape.path_terms)
+    return 1 + PATH_WEIGHT * _path_matches(c.path, shape.path_terms, PATH_FOLDERS, PATH_PREFIX_MIN) / len(shape.path_terms)
+
+
+@lru_cache(maxsize=65_536)
+def named_after(path: str, names: frozenset[str]) -> bool:
+    """The file (`SqlMapper.cs`, `requests.rb` for `request`) or its folder is named after one of `names`."""
+    return file_named_after(path, names) or compound(folder_of(path).rpartition("/")[2]) in names
 
 
 @lru_cache(maxsize=65_536)
