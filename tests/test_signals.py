@@ -111,6 +111,12 @@ def test_path_signal_takes_only_a_file_or_folder_named_after_an_identifier() -> 
     assert signals.path_factor(cand(5, 0.01, "tokio/src/task/join_set.rs"), query_shape("JoinSet")) > 1.0
     assert signals.path_factor(cand(6, 0.01, "tokio/src/sync/mpsc/mod.rs"), query_shape("mpsc")) > 1.0
     assert signals.path_factor(cand(7, 0.01, "lib/rack/builder.rb"), query_shape("Rack::Builder")) > 1.0
+    # a file sharing a part of the name still counts for the name's definer, by whole words
+    definer = cand(8, 0.01, "src/retry.py", defines=("retry_with_backoff",))
+    assert signals.path_factor(definer, query_shape("retry_with_backoff")) > 1.0
+    assert signals.path_factor(cand(9, 0.01, "src/retry.py"), query_shape("retry_with_backoff")) == 1.0
+    assert signals.path_factor(cand(10, 0.01, "src/backoffice.py", defines=("retry_with_backoff",)),
+                               query_shape("retry_with_backoff")) == 1.0  # `backoff` only starts `backoffice`
 
 
 def test_size_prior_steps_small_chunks_back() -> None:

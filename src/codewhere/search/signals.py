@@ -263,13 +263,19 @@ def line_words(line: str) -> frozenset[str]:
 
 
 def path_factor(c: Candidate, shape: QueryShape) -> float:
+    prefix_min = PATH_PREFIX_MIN
     if shape.identifier and shape.names:
-        # a typed name points at the file or folder named after it (`join_set.rs` for `JoinSet`,
-        # `mpsc/mod.rs` for `mpsc`), not at one sharing a part of it (`curl_trc.c` for `curl_msnprintf`)
-        return 1 + PATH_WEIGHT if named_after(c.path, shape.names) else 1.0
+        # a typed name points at the file or folder named after it (`join_set.rs` for `JoinSet`); a
+        # file sharing only a part of it (`curl_trc.c` for `curl_msnprintf`) counts for its definer
+        # alone (`retry.py` for `retry_with_backoff`), word by whole word
+        if named_after(c.path, shape.names):
+            return 1 + PATH_WEIGHT
+        if shape.names.isdisjoint(c.defines):
+            return 1.0
+        prefix_min = 0
     if not shape.path_terms:
         return 1.0
-    return 1 + PATH_WEIGHT * _path_matches(c.path, shape.path_terms, PATH_FOLDERS, PATH_PREFIX_MIN) / len(shape.path_terms)
+    return 1 + PATH_WEIGHT * _path_matches(c.path, shape.path_terms, PATH_FOLDERS, prefix_min) / len(shape.path_terms)
 
 
 @lru_cache(maxsize=65_536)
