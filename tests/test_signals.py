@@ -263,11 +263,23 @@ def test_all_signals_in_one_pass_equal_each_signal_in_turn(query: str) -> None:
         turn = signals.evidence_transfer(signals.definition_boost(candidates, shape), shape, evidence, fetch)
         for signal in (signals.kind_prior, signals.signature_weight, signals.path_match, signals.size_prior):
             turn = signal(turn, shape)
-        turn = signals.file_coherence(signals.folder_coherence(turn))
+        turn = signals.file_coherence(signals.folder_coherence(turn), shape)
         assert ids(one_pass) == ids(turn)
         assert [c.score for c in one_pass] == pytest.approx([c.score for c in turn], rel=1e-12)
         assert [c.why for c in one_pass] == [c.why for c in turn]
         assert signals.apply_signals(candidates, shape, signals.SIGNALS, lambda: evidence, fetch, limit=3) == one_pass[:3]
+
+
+def test_coherence_lifts_only_the_files_defining_a_typed_name() -> None:
+    """Three chunks that call `retry_with_backoff` say where it is used; the file defining it is
+    where it lives. For a question in words, the busy file keeps its lift."""
+    user = [cand(1 + i, 0.030 - i * 0.001, "src/jobs.py") for i in range(3)]
+    definer = [cand(4, 0.025, "src/retry.py", defines=("retry_with_backoff",)), cand(5, 0.005, "src/retry.py")]
+    out = signals.file_coherence([*user, *definer], query_shape("retry_with_backoff"))
+    assert ids(out)[:2] == [4, 1] and out[0].why["coherence"] == 1 + signals.COHERENCE and "coherence" not in out[1].why
+    assert ids(signals.file_coherence([*user, *definer], query_shape("how jobs retry with backoff")))[0] == 1
+    # no candidate defines the name: every file keeps its support
+    assert ids(signals.file_coherence([*user, definer[1]], query_shape("retry_with_backoff")))[0] == 1
 
 
 def test_a_hard_cap_puts_every_files_extra_chunks_after_every_files_best(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -342,7 +342,7 @@ def apply_signals(
         run.lift_folders()
     capped: set[int] = set()
     if "coherence" in steps:
-        capped = run.cohere()
+        capped = run.cohere(shape)
     order = run.ranked()
     if capped:  # FILE_REPEAT_DECAY 0: a file's extra chunks after every file's kept ones
         order = [i for i in order if i not in capped] + [i for i in order if i in capped]
@@ -442,7 +442,7 @@ class _Run:
         for path, i in best.items():
             self.scale(i, 1 + FOLDER_COHERENCE * support[path] / most, "folder")
 
-    def cohere(self) -> set[int]:
+    def cohere(self, shape: QueryShape) -> set[int]:
         """Signal `coherence`, see file_coherence; returns the chunks a hard cap (FILE_REPEAT_DECAY
         0) puts after every file's kept ones."""
         by_file: dict[str, list[int]] = {}
@@ -455,6 +455,12 @@ class _Run:
         # each file's support (its other chunks' score) against the best-supported file's, as semble
         # scales it: the lift doesn't shrink because many weak candidates from other files came along
         support = {path: sum(self.scores[i] for i in members[1:]) for path, members in by_file.items()}
+        if shape.identifier and shape.names:
+            # a typed name lives where it is defined: a file that only uses it, however often, has
+            # no support when a file among the candidates defines it
+            defining = {c.path for c in self.cands if not shape.names.isdisjoint(c.defines)}
+            if defining:
+                support = {path: s if path in defining else 0.0 for path, s in support.items()}
         most = max(support.values(), default=0.0) or 1.0
         capped: set[int] = set()
         for path, members in by_file.items():
@@ -520,7 +526,9 @@ def folder_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
     return apply_signals(candidates, _ANY_QUERY, ("folder",))
 
 
-def file_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
+def file_coherence(candidates: Sequence[Candidate], shape: QueryShape = _ANY_QUERY) -> list[Candidate]:
     """Signal `coherence`: several good chunks in a file lift its best one; a file's further
-    chunks step back (FILE_REPEAT_DECAY each) so one file can't fill the page."""
-    return apply_signals(candidates, _ANY_QUERY, ("coherence",))
+    chunks step back (FILE_REPEAT_DECAY each) so one file can't fill the page. For an identifier,
+    only files that define it are lifted when any does: the many chunks of a file that uses a name
+    say where it is used, not where it lives."""
+    return apply_signals(candidates, shape, ("coherence",))
