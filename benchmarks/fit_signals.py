@@ -20,8 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import from_git  # noqa: E402
-from semble_bench import SHARED, mirror_for  # noqa: E402
+from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
 from splits import DEV, REPORTED  # noqa: E402
 
 from codewhere.api import Index  # noqa: E402
@@ -57,8 +56,7 @@ def main() -> None:
     repos = []
     for name in args.repo:
         spec = specs[name]
-        checkout = from_git(mirror_for(spec["url"], Path(args.mirrors)), spec["revision"], name, spec.get("benchmark_root"))
-        root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
+        root = indexed_root(spec, mirror_for(spec["url"], Path(args.mirrors)))
         index = Index.open(root, settings=settings)
         index.refresh()
         spans = IndexedSpans(index.store.chunk_spans(Filters()))

@@ -67,6 +67,15 @@ def mirror_for(url: str, mirrors: Path) -> Path | None:
     return candidate if candidate.exists() else None
 
 
+def indexed_root(spec: dict[str, str], source: Path | None) -> Path:
+    """The folder semble's benchmark indexes for a repository of repos.json: its `benchmark_root`
+    at the pinned revision, exported from `source` (a mirror or checkout) into the cache."""
+    if source is None:
+        raise SystemExit(f"{spec['name']}: no mirror of {spec['url']} (fetch it, or pass --mirrors)")
+    checkout = from_git(source, spec["revision"], spec["name"], spec.get("benchmark_root"))
+    return checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
+
+
 def evaluate_engine(
     repo: str, language: str, root: Path, queries: list[EvalQuery],
     build: Callable[[Path], tuple[object, IndexedSpans]],
@@ -191,11 +200,10 @@ def main() -> None:
             missing.append(name)
             continue
         try:
-            checkout = from_git(source, spec["revision"], name, spec.get("benchmark_root"))
+            root = indexed_root(spec, source)
         except subprocess.CalledProcessError:
             missing.append(f"{name} (pinned commit not in the mirror)")
             continue
-        root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
         queries = list(load_query_file(SHARED / "annotations" / f"{name}.json").queries)
         line = [f"{name:<20}"]
         for engine_name, (build, search) in engines.items():

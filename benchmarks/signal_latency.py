@@ -21,8 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import from_git  # noqa: E402
-from semble_bench import SHARED, mirror_for  # noqa: E402
+from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
 from splits import SPLITS  # noqa: E402
 
 from codewhere.api import Index  # noqa: E402
@@ -46,8 +45,7 @@ def main() -> None:
     ratios = []
     for name in names:
         spec = specs[name]
-        checkout = from_git(mirror_for(spec["url"], Path(args.mirrors)), spec["revision"], name, spec.get("benchmark_root"))
-        root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
+        root = indexed_root(spec, mirror_for(spec["url"], Path(args.mirrors)))
         index = Index.open(root, settings=settings)
         index.refresh()
         queries = [q.query for q in load_query_file(SHARED / "annotations" / f"{name}.json").queries]

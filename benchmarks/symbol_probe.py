@@ -29,8 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import from_git  # noqa: E402
-from semble_bench import SHARED, mirror_for  # noqa: E402
+from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
 from splits import DEV, REPORTED  # noqa: E402
 
 from codewhere.api import Index  # noqa: E402
@@ -91,8 +90,7 @@ def main() -> None:
     details: dict[str, list[dict[str, object]]] = {}
     for name in repos:
         spec = specs[name]
-        checkout = from_git(mirror_for(spec["url"], Path(args.mirrors)), spec["revision"], name, spec.get("benchmark_root"))
-        root = checkout / spec["benchmark_root"] if spec.get("benchmark_root") else checkout
+        root = indexed_root(spec, mirror_for(spec["url"], Path(args.mirrors)))
         index = Index.open(root, settings=settings)
         index.refresh()
         queries = probe_queries(index, root, args.per_repo, args.kind)
