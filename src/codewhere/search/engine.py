@@ -66,7 +66,7 @@ def hybrid_ranked(
     # one lookup for the queried identifier and, with query-shape, every name-like word (`Router`)
     own = identifier_name(query) if is_identifier_query(query) else None
     extra = sorted(shape.names) if "query-shape" not in disabled else []
-    # a name typed with a capital is looked up where it is defined spelled so (signals.definition_factor)
+    # a name typed with a leading capital is looked up where it is defined spelled so (signals.definition_factor)
     spelled = sorted(shape.capitalised) if "query-shape" not in disabled else []
     defined = store.chunks_defining_names(sorted({*extra, *([own] if own else [])}), filters, spelled)
     names = list(dict.fromkeys(defined.get(own, [])))[:RRF_DEPTH] if own else []

@@ -51,7 +51,7 @@ SIGNATURE_WEIGHT = 0.4  # × (1 + weight × share of query terms in the symbol's
 SMALL_CHUNK_LINES = 10  # chunks of at most this many lines (getters, one-line declarations) ...
 SMALL_CHUNK_PENALTY = 0.7  # ... × this: they match a question's words by density, not by substance
 PATH_WEIGHT = 4.0  # × (1 + weight × share of query terms in the file's path: `join_set.rs`, `websockets.py`)
-MISSPELLED_DEFINITION_SHARE = 0.0  # of the boost, for a definer that doesn't spell a capitalised name as typed
+MISSPELLED_DEFINITION_SHARE = 0.0  # of the boost, for a definer that doesn't define a capitalised name as typed
 PATH_FOLDERS = 1  # the path signal reads the file name and this many folders above it (0: all)
 PATH_PREFIX_MIN = 3  # path and query words match when one starts the other, both this long (`lock`, `lockfile`)
 
@@ -479,7 +479,7 @@ _ANY_QUERY = query_shape("")  # for the signals that read only the candidates
 def definition_boost(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
     """Signal `definition`: the chunk that defines a queried name outranks chunks that use it,
     more so in a file named after it (`SqlMapper.cs` over the partial `SqlMapper.CacheInfo.cs`);
-    a name typed with a capital counts only where it is defined spelled so (`Sinatra::Helpers` is
+    a name typed with a leading capital counts only where it is defined spelled so (`Sinatra::Helpers` is
     `module Helpers`, not `def helpers`)."""
     return apply_signals(candidates, shape, ("definition",))
 
