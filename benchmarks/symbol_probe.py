@@ -1,6 +1,6 @@
 """Symbol queries made from the dev repositories' own definitions: a fitting aid where semble's are too few.
 
-    python benchmarks/symbol_probe.py [--kind type|function] [--repo cobra ...] [--per-repo 15] [--json OUT]
+    python benchmarks/symbol_probe.py [--kind type|function] [--without-grammar] [--repo cobra ...] [--json OUT]
 
 semble's 91 dev symbol queries score 0.998 and cannot tell two symbol rules apart. This makes more:
 in each repo (default: the dev split; reported repos are refused, as in fit_signals.py), the type-like
@@ -12,7 +12,9 @@ as semble scores (top 10, file-level NDCG@10). The parser that picks the gold is
 this measures ranking, not whether definitions are found; languages without a grammar here give
 no queries. `--kind function`: functions and methods instead, only names that read as code (with an
 underscore or an inner capital: `render_template`, `createStore`), since `default` or `update` are
-words before they are names.
+words before they are names. `--without-grammar`: the files in languages without a grammar here
+instead, their names from the regular-expression definitions (defs.py), a leading capital for a
+type, a code-like name for a function.
 """
 
 from __future__ import annotations
@@ -34,7 +36,10 @@ from splits import DEV, REPORTED  # noqa: E402
 
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
+from codewhere.defs import find_definitions  # noqa: E402
 from codewhere.evaluate import EvalQuery, Target, score_query  # noqa: E402
+from codewhere.languages import language_of  # noqa: E402
+from codewhere.parse import has_grammar  # noqa: E402
 from codewhere.types import FileKind, Filters  # noqa: E402
 
 KINDS = {
@@ -47,7 +52,9 @@ _CODE_LIKE = re.compile(r"\w+_\w+|\w*[a-z][A-Z]\w*")
 _WORD = re.compile(r"\w+")
 
 
-def probe_queries(index: Index, root: Path, per_repo: int, kind: str = "type") -> list[EvalQuery]:
+def probe_queries(
+    index: Index, root: Path, per_repo: int, kind: str = "type", without_grammar: bool = False
+) -> list[EvalQuery]:
     store = index.store
     code_only = Filters(exclude_kinds=tuple(k for k in FileKind if k is not FileKind.CODE))
     code = set(store.indexed_paths(code_only))
@@ -57,26 +64,37 @@ def probe_queries(index: Index, root: Path, per_repo: int, kind: str = "type") -
         for symbol in store.outline(path):
             defined_in[symbol.name].add(path)
             # one line is a declaration whose body lives elsewhere (`mod file;`, `struct Curl_easy;`)
-            if path in code and symbol.kind in KINDS[kind] and symbol.end_line > symbol.start_line:
+            if not without_grammar and path in code and symbol.kind in KINDS[kind] and symbol.end_line > symbol.start_line:
                 wanted_kind.add(symbol.name)
+        language = language_of(path)
+        if without_grammar and path in code and not has_grammar(language):
+            for _, name in find_definitions(_read(root / path), language):
+                defined_in[name].add(path)
+                if name[0].isupper() == (kind == "type"):
+                    wanted_kind.add(name)
     names = [n for n in wanted_kind if len(defined_in[n]) == 1 and len(n) >= MIN_NAME_CHARS and _NAME.fullmatch(n)
              and (kind == "type" or _CODE_LIKE.fullmatch(n))]
     wanted = set(names)
     mentions: Counter[str] = Counter()
     for path in code:
-        try:
-            words = set(_WORD.findall((root / path).read_text(encoding="utf-8", errors="replace")))
-        except OSError:
-            continue
-        mentions.update(words & wanted)
+        mentions.update(set(_WORD.findall(_read(root / path))) & wanted)
     names.sort(key=lambda n: (-mentions[n], n))
     return [EvalQuery(n, (Target(next(iter(defined_in[n]))),), category="symbol") for n in names[:per_repo]]
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repo", action="append", help="repos to probe (default: the dev split of benchmarks/splits.py)")
     parser.add_argument("--kind", choices=sorted(KINDS), default="type")
+    parser.add_argument("--without-grammar", action="store_true",
+                        help="probe the files in languages without a grammar, by their regular-expression definitions")
     parser.add_argument("--per-repo", type=int, default=15)
     parser.add_argument("--json", type=Path, help="write every query, its gold file, rank and top three files here")
     parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
@@ -93,7 +111,7 @@ def main() -> None:
         root = indexed_root(spec, mirror_for(spec["url"], Path(args.mirrors)))
         index = Index.open(root, settings=settings)
         index.refresh()
-        queries = probe_queries(index, root, args.per_repo, args.kind)
+        queries = probe_queries(index, root, args.per_repo, args.kind, args.without_grammar)
         scores = []
         for q in queries:
             hits = index.search(q.query, k=10)
