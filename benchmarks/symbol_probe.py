@@ -58,6 +58,7 @@ def probe_queries(
     store = index.store
     code_only = Filters(exclude_kinds=tuple(k for k in FileKind if k is not FileKind.CODE))
     code = set(store.indexed_paths(code_only))
+    texts = {path: _read(root / path) for path in code}  # each code file read once
     defined_in: dict[str, set[str]] = defaultdict(set)
     wanted_kind: set[str] = set()
     for path in store.indexed_paths(Filters()):
@@ -66,9 +67,8 @@ def probe_queries(
             # one line is a declaration whose body lives elsewhere (`mod file;`, `struct Curl_easy;`)
             if not without_grammar and path in code and symbol.kind in KINDS[kind] and symbol.end_line > symbol.start_line:
                 wanted_kind.add(symbol.name)
-        language = language_of(path)
-        if without_grammar and path in code and not has_grammar(language):
-            for _, name in find_definitions(_read(root / path), language):
+        if without_grammar and path in code and not has_grammar(language := language_of(path)):
+            for _, name in find_definitions(texts[path], language):
                 defined_in[name].add(path)
                 if name[0].isupper() == (kind == "type"):
                     wanted_kind.add(name)
@@ -76,8 +76,8 @@ def probe_queries(
              and (kind == "type" or _CODE_LIKE.fullmatch(n))]
     wanted = set(names)
     mentions: Counter[str] = Counter()
-    for path in code:
-        mentions.update(set(_WORD.findall(_read(root / path))) & wanted)
+    for text in texts.values():
+        mentions.update(set(_WORD.findall(text)) & wanted)
     names.sort(key=lambda n: (-mentions[n], n))
     return [EvalQuery(n, (Target(next(iter(defined_in[n]))),), category="symbol") for n in names[:per_repo]]
 

@@ -154,8 +154,13 @@ def fusion_weights(shape: QueryShape) -> dict[str, float]:
     return {"keyword": 1.0, "names": 1.0, "semantic": 1.0}
 
 
+def defines_queried(c: Candidate, shape: QueryShape) -> bool:
+    """The chunk defines a name the query asks for (compound: `raise_for_status` = `RaiseForStatus`)."""
+    return not shape.names.isdisjoint(c.defines)
+
+
 def definition_factor(c: Candidate, shape: QueryShape) -> float:
-    if not shape.names or shape.names.isdisjoint(c.defines):
+    if not defines_queried(c, shape):
         return 1.0
     boost = DEFINITION_BOOST
     if shape.capitalised and shape.capitalised.isdisjoint(c.spelled):
@@ -270,7 +275,7 @@ def path_factor(c: Candidate, shape: QueryShape) -> float:
         # alone (`retry.py` for `retry_with_backoff`), word by whole word
         if named_after(c.path, shape.names):
             return 1 + PATH_WEIGHT
-        if shape.names.isdisjoint(c.defines):
+        if not defines_queried(c, shape):
             return 1.0
         prefix_min = 0
     if not shape.path_terms:
@@ -458,7 +463,7 @@ class _Run:
         if shape.identifier and shape.names:
             # a typed name lives where it is defined: a file that only uses it, however often, has
             # no support when a file among the candidates defines it
-            defining = {c.path for c in self.cands if not shape.names.isdisjoint(c.defines)}
+            defining = {c.path for c in self.cands if defines_queried(c, shape)}
             if defining:
                 support = {path: s if path in defining else 0.0 for path, s in support.items()}
         most = max(support.values(), default=0.0) or 1.0
@@ -479,8 +484,8 @@ _ANY_QUERY = query_shape("")  # for the signals that read only the candidates
 def definition_boost(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
     """Signal `definition`: the chunk that defines a queried name outranks chunks that use it,
     more so in a file named after it (`SqlMapper.cs` over the partial `SqlMapper.CacheInfo.cs`);
-    a name typed with a leading capital counts only where it is defined spelled so (`Sinatra::Helpers` is
-    `module Helpers`, not `def helpers`)."""
+    a name typed with a leading capital counts only where it is defined spelled so
+    (`Sinatra::Helpers` is `module Helpers`, not `def helpers`)."""
     return apply_signals(candidates, shape, ("definition",))
 
 
