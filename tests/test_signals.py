@@ -99,6 +99,21 @@ def test_path_signal_matches_a_word_that_starts_another() -> None:
     assert signals.path_factor(cand(4, 0.01, "src/configuration.py"), query_shape("config loading")) > 1.0
 
 
+def test_path_signal_prefers_a_file_named_wholly_in_the_questions_words() -> None:
+    # both paths hold `mime`, one of the question's three words; only one is named for it alone
+    utils = cand(1, 0.020, "lib/rack/mime_utils.rb")
+    mime = cand(2, 0.018, "lib/rack/mime.rb")
+    shape = query_shape("MIME type detection")
+    out = signals.path_match([utils, mime], shape)
+    assert ids(out) == [2, 1]
+    assert signals.path_factor(mime, shape) == pytest.approx(signals.path_factor(utils, shape) * (1 + signals.PATH_NAME_BOOST))
+    # camel case and the path rule's prefixes: `HttpRedirect` is `http` + `redirect`, "redirects" finds it
+    assert signals.named_in("ktor/plugins/HttpRedirect.kt", query_shape("how HTTP redirects are followed").path_terms)
+    assert not signals.named_in("ktor/plugins/HttpRedirect.kt", query_shape("how redirects are followed").path_terms)
+    # an identifier has its own rule (named after it), which this does not add to
+    assert signals.path_factor(cand(3, 0.01, "lib/rack/mime.rb"), query_shape("mime")) == 1 + signals.PATH_WEIGHT
+
+
 def test_path_signal_takes_only_a_file_or_folder_named_after_an_identifier() -> None:
     folder = cand(1, 0.01, "fastapi/dependencies/utils.py")
     named = cand(2, 0.01, "fastapi/depends.py")

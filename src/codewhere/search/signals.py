@@ -51,6 +51,7 @@ SIGNATURE_WEIGHT = 0.4  # × (1 + weight × share of query terms in the symbol's
 SMALL_CHUNK_LINES = 10  # chunks of at most this many lines (getters, one-line declarations) ...
 SMALL_CHUNK_PENALTY = 0.7  # ... × this: they match a question's words by density, not by substance
 PATH_WEIGHT = 4.0  # × (1 + weight × share of query terms in the file's path: `join_set.rs`, `websockets.py`)
+PATH_NAME_BOOST = 0.5  # × (1 + boost) more when a question's words make up the whole file name (`mime.rb`, `HttpRedirect.kt`)
 MISSPELLED_DEFINITION_SHARE = 0.0  # of the boost, for a definer that doesn't define a capitalised name as typed
 PATH_FOLDERS = 1  # the path signal reads the file name and this many folders above it (0: all)
 PATH_PREFIX_MIN = 3  # path and query words match when one starts the other, both this long (`lock`, `lockfile`)
@@ -280,7 +281,12 @@ def path_factor(c: Candidate, shape: QueryShape) -> float:
         prefix_min = 0
     if not shape.path_terms:
         return 1.0
-    return 1 + PATH_WEIGHT * _path_matches(c.path, shape.path_terms, PATH_FOLDERS, prefix_min) / len(shape.path_terms)
+    factor = 1 + PATH_WEIGHT * _path_matches(c.path, shape.path_terms, PATH_FOLDERS, prefix_min) / len(shape.path_terms)
+    if not shape.identifier and named_in(c.path, shape.path_terms):
+        # a file named for the asked-about thing (`mime.rb` for "MIME type detection") beats a
+        # file that shares the word among others (`mime_utils.rb`) or a big file that mentions it
+        factor *= 1 + PATH_NAME_BOOST
+    return factor
 
 
 @lru_cache(maxsize=65_536)
@@ -298,11 +304,26 @@ def _path_matches(path: str, terms: frozenset[str], folders: int, prefix_min: in
     exact = terms & words
     if not prefix_min:
         return len(exact)
-    prefixed = sum(
-        1 for t in terms - exact
-        if any(min(len(t), len(w)) >= prefix_min and (t.startswith(w) or w.startswith(t)) for w in words)
-    )
-    return len(exact) + prefixed
+    return len(exact) + sum(1 for t in terms - exact if any(_prefixed(t, w, prefix_min) for w in words))
+
+
+def _prefixed(a: str, b: str, prefix_min: int) -> bool:
+    return min(len(a), len(b)) >= prefix_min and (a.startswith(b) or b.startswith(a))
+
+
+@lru_cache(maxsize=65_536)
+def file_name_words(path: str) -> tuple[str, ...]:
+    """Stemmed words of the file name without its extension: `HttpRedirect.kt` → (http, redirect)."""
+    name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    pieces = [piece for piece in re.split(r"[._-]", name) if piece]
+    return tuple(stem(word) for piece in pieces for word in (split_identifier(piece) or [piece.lower()]))
+
+
+@lru_cache(maxsize=65_536)
+def named_in(path: str, terms: frozenset[str]) -> bool:
+    """Every word of the file name is one of `terms`, exactly or as the path rule's prefix."""
+    words = file_name_words(path)
+    return bool(words) and all(w in terms or any(_prefixed(w, t, PATH_PREFIX_MIN) for t in terms) for w in words)
 
 
 def size_factor(c: Candidate, shape: QueryShape) -> float:
