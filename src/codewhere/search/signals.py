@@ -535,7 +535,9 @@ def signature_weight(candidates: Sequence[Candidate], shape: QueryShape) -> list
 
 
 def path_match(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
-    """Signal `path`: query words in the file's path (folders and name) point at the file."""
+    """Signal `path`: query words in the file's path (its name and folder) point at the file, more
+    so when they make up the whole file name (`mime.rb` for "MIME type detection"); an identifier
+    points at the file or folder named after it."""
     return apply_signals(candidates, shape, ("path",))
 
 
