@@ -114,6 +114,18 @@ def test_path_signal_prefers_a_file_named_wholly_in_the_questions_words() -> Non
     assert signals.path_factor(cand(3, 0.01, "lib/rack/mime.rb"), query_shape("mime")) == 1 + signals.PATH_WEIGHT
 
 
+def test_the_whole_file_name_rule_leaves_identifiers_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `retry.py` is named wholly in the words of `retry_with_backoff`, and its chunk defines the name:
+    # the path rule for identifiers (whole words, for the definer) decides, the boost does not
+    definer = cand(1, 0.01, "src/retry.py", defines=("retry_with_backoff",))
+    identifier, prose = query_shape("retry_with_backoff"), query_shape("retry failed requests")
+    assert signals.named_in(definer.path, identifier.path_terms) and signals.named_in(definer.path, prose.path_terms)
+    before = signals.path_factor(definer, identifier), signals.path_factor(definer, prose)
+    monkeypatch.setattr(signals, "PATH_NAME_BOOST", signals.PATH_NAME_BOOST + 1)
+    assert signals.path_factor(definer, identifier) == before[0]
+    assert signals.path_factor(definer, prose) > before[1]
+
+
 def test_path_signal_takes_only_a_file_or_folder_named_after_an_identifier() -> None:
     folder = cand(1, 0.01, "fastapi/dependencies/utils.py")
     named = cand(2, 0.01, "fastapi/depends.py")

@@ -171,10 +171,15 @@ def definition_factor(c: Candidate, shape: QueryShape) -> float:
     return 1 + boost
 
 
+def file_name(path: str) -> str:
+    """The file name without its extension: `src/SqlMapper.cs` → `SqlMapper`."""
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+
 @lru_cache(maxsize=65_536)
 def file_stem(path: str) -> str:
     """`src/SqlMapper.cs` → `sqlmapper`, `lib/rack/mock_request.rb` → `mockrequest`."""
-    return compound(path.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    return compound(file_name(path))
 
 
 def file_named_after(path: str, names: frozenset[str]) -> bool:
