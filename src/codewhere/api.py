@@ -98,6 +98,7 @@ class Index:
         self.settings = settings
         self._embedder = embedder
         self.model_build_progress: BuildProgress | None = None
+        self._searched = False
 
     @classmethod
     def open(
@@ -240,6 +241,9 @@ class Index:
         embedder = None if mode is Mode.KEYWORD else self.embedder()
         off = signal_set(disabled_signals)
         reranker = self.reranker() if rerank else None
+        if self._searched:  # a second search: this process searches on (a server, an eval), so keep the chunks at hand
+            self.store.keep_chunks_in_memory()
+        self._searched = True
         return engine.search(self.store, query, k, mode, filters, embedder, off, reranker, self.settings.rerank_top_n)
 
     def reranker(self) -> cross_encoder.CrossEncoderScorer | None:

@@ -672,6 +672,10 @@ class PostgresStore:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
         return [(int(i), float(s)) for i, s in rows]
 
+    def keep_chunks_in_memory(self) -> None:
+        """Does nothing: a shared index changes under every reader (its indexers run elsewhere) and
+        can hold many repositories, so each search reads its rows from the server."""
+
     def candidate_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, CandidateRow]:
         if not ids:
             return {}

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from dataclasses import dataclass, field
 
 import apsw
 import numpy as np
@@ -57,6 +58,9 @@ BUSY_TIMEOUT_MS = 10_000
 # bm25 column weights: the path tokens repeat in every chunk of a file, so they count for less.
 BM25_WEIGHT_PATH = 0.5
 BM25_WEIGHT_BODY = 1.0
+# A store asked to keep its chunks in memory does so up to this much chunk text; past it, a
+# search reads its candidates' rows from the file (a Linux-sized index would fill the memory).
+WARM_TEXT_LIMIT = 64 * 1024 * 1024
 
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -167,6 +171,48 @@ def _filter_sql(filters: Filters, file_alias: str = "f", repo: str = "") -> tupl
 
 _IMPACT_SQL = impact_sql(symbol="?1", depth="?2")
 
+_CANDIDATE_SQL = f"""SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, c.mentions,
+                            (SELECT group_concat(d.name || {_SEP} || d.spelled, {_SEP}) FROM definitions d
+                             WHERE d.chunk_id = c.id), c.file_id
+                     FROM chunks c JOIN files f ON f.id = c.file_id"""
+_CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN symbols s ON s.id = e.target_id
+                       WHERE e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id != e.chunk_id"""
+
+
+def _candidate_row(row: tuple[object, ...]) -> CandidateRow:
+    cid, path, start, end, kind, language, text, mentions, names = row
+    defines, spelled = split_definitions(names)  # type: ignore[arg-type]
+    return CandidateRow(cid, path, start, end, FILE_KINDS[kind], language, text, "", defines,  # type: ignore[arg-type,index]
+                        tuple((mentions or "").split()), spelled)  # type: ignore[attr-defined]
+
+
+_FILE_CHUNKS_SQL = """SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id), max(c.id)
+                       FROM files f JOIN chunks c ON c.file_id = f.id GROUP BY f.id"""
+
+
+@dataclass
+class WarmChunks:
+    """Every chunk as search reads it, and every chunk's resolved call targets, at one state of
+    the index. `files` keeps what each file held when its chunks were read, so a change rereads
+    only the files it touched."""
+
+    chunker: str | None = None
+    files: dict[int, tuple[object, ...]] = field(default_factory=dict)  # id → path, hash, kind, language, chunk ids
+    chunk_ids: dict[int, list[int]] = field(default_factory=dict)  # file id → its chunks
+    rows: dict[int, CandidateRow] = field(default_factory=dict)
+    call_targets: dict[int, list[int]] = field(default_factory=dict)
+    text_bytes: int = 0
+
+    def forget_file(self, file_id: int) -> None:
+        del self.files[file_id]
+        for cid in self.chunk_ids.pop(file_id):
+            self.text_bytes -= len(self.rows.pop(cid).text)
+
+    def add(self, file_id: int, row: CandidateRow) -> None:
+        self.rows[row.id] = row
+        self.chunk_ids.setdefault(file_id, []).append(row.id)
+        self.text_bytes += len(row.text)
+
 
 class SqliteStore:
     """One folder's index in one SQLite file (the embedded default)."""
@@ -178,6 +224,10 @@ class SqliteStore:
         self.location = str(path)
         self.repo = repo
         self._db = connection
+        self._keep_warm = False
+        self._warm_refused = False  # too big to keep: asked again, say no
+        self._warm: WarmChunks | None = None
+        self._warm_state: tuple[int, int] | None = None
 
     # ---- opening -------------------------------------------------------------------------
 
@@ -573,35 +623,86 @@ class SqliteStore:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
         return [(int(i), -float(s)) for i, s in rows]
 
+    def keep_chunks_in_memory(self) -> None:
+        """Serve candidate rows, chunks and call targets from memory from the next read on,
+        reloaded whenever the index changes (a write here or a commit by another process). A
+        process that searches more than once asks for this: a one-shot search never pays the load."""
+        self._keep_warm = not self._warm_refused
+
+    def _warm_chunks(self) -> WarmChunks | None:
+        """The chunks in memory, brought up to date if the index changed; None when not kept."""
+        if not self._keep_warm:
+            return None
+        # data_version moves when another connection commits, total_changes when this one writes
+        state = (self._db.execute("PRAGMA data_version").fetchone()[0], self._db.total_changes())
+        if state != self._warm_state:
+            warm = self._warm or WarmChunks()
+            self._warm, self._warm_state = None, None  # until the update is whole
+            if not self._update_warm_chunks(warm):
+                log.info("%s holds over %d MB of chunk text; searches read it per query", self.path, WARM_TEXT_LIMIT >> 20)
+                self._keep_warm, self._warm_refused = False, True
+                return None
+            self._warm, self._warm_state = warm, state  # read before the update: a commit during it forces another
+        return self._warm
+
+    def _update_warm_chunks(self, warm: WarmChunks) -> bool:
+        """Reread the chunks of the files that changed since `warm` was read, and every call
+        target (resolution moves them in unchanged files); False past WARM_TEXT_LIMIT."""
+        with self._db:  # one snapshot of chunks, files and edges
+            chunker = self.meta().get("chunker_version")
+            if chunker != warm.chunker:  # every file was re-chunked, perhaps into the same ids
+                for file_id in list(warm.files):
+                    warm.forget_file(file_id)
+                warm.chunker = chunker
+            files = {file_id: tuple(held) for file_id, *held in self._db.execute(_FILE_CHUNKS_SQL)}
+            for file_id in [f for f, held in warm.files.items() if files.get(f) != held]:
+                warm.forget_file(file_id)
+            changed = [f for f in files if f not in warm.files]
+            batches: list[tuple[str, Sequence[int]]]
+            if len(changed) == len(files):
+                batches = [(_CANDIDATE_SQL, ())]
+            else:
+                batches = [(f"{_CANDIDATE_SQL} WHERE c.file_id IN ({','.join('?' * len(part))})", part)
+                           for part in (changed[i : i + 500] for i in range(0, len(changed), 500))]
+            for sql, params in batches:
+                for row in self._db.execute(sql, params):
+                    warm.add(row[-1], _candidate_row(row[:-1]))
+                    if warm.text_bytes > WARM_TEXT_LIMIT:
+                        return False
+            warm.files.update((f, files[f]) for f in changed)
+            warm.call_targets = {}
+            for source, target in self._db.execute(_CALL_TARGETS_SQL):
+                warm.call_targets.setdefault(source, []).append(target)
+        return True
+
+    def _warm_for(self, filters: Filters) -> WarmChunks | None:
+        """The chunks in memory, unless a scope filters them (SQL's LIKE rule, kept in one place)
+        or the filters ask for another repository (then nothing passes; SQL says so)."""
+        if filters.scopes or (filters.repos and self.repo not in filters.repos):
+            return None
+        return self._warm_chunks()
+
     def candidate_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, CandidateRow]:
         """The chunks the filters let through, with the names they define and mention."""
         if not ids:
             return {}
+        warm = self._warm_for(filters)
+        if warm is not None:
+            excluded = filters.exclude_kinds
+            return {cid: row for cid in ids if (row := warm.rows.get(cid)) is not None and row.kind not in excluded}
         where, params = self._filter(filters)
-        rows = self._db.execute(
-            f"""SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, c.mentions,
-                       (SELECT group_concat(d.name || {_SEP} || d.spelled, {_SEP}) FROM definitions d
-                        WHERE d.chunk_id = c.id)
-                FROM chunks c JOIN files f ON f.id = c.file_id
-                WHERE c.id IN ({','.join('?' * len(ids))}){where}""",
-            (*ids, *params),
-        )
-        out = {}
-        for cid, path, start, end, kind, language, text, mentions, names in rows:
-            defines, spelled = split_definitions(names)
-            out[cid] = CandidateRow(cid, path, start, end, FILE_KINDS[kind], language, text, "", defines,
-                                    tuple((mentions or "").split()), spelled)
-        return out
+        rows = self._db.execute(f"{_CANDIDATE_SQL} WHERE c.id IN ({','.join('?' * len(ids))}){where}", (*ids, *params))
+        return {row[0]: _candidate_row(row[:-1]) for row in rows}
 
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
         """For each chunk, the chunks holding the definitions its resolved calls point at."""
         if not chunk_ids:
             return {}
+        warm = self._warm_chunks()
+        if warm is not None:
+            return {cid: list(targets) for cid in chunk_ids if (targets := warm.call_targets.get(cid))}
         rows = self._db.execute(
-            f"""SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN symbols s ON s.id = e.target_id
-                WHERE e.chunk_id IN ({','.join('?' * len(chunk_ids))}) AND e.kind = 'call'
-                  AND s.chunk_id IS NOT NULL AND s.chunk_id != e.chunk_id""",
-            list(chunk_ids),
+            f"{_CALL_TARGETS_SQL} AND e.chunk_id IN ({','.join('?' * len(chunk_ids))})", list(chunk_ids)
         )
         out: dict[int, list[int]] = {}
         for source, target in rows:
@@ -634,6 +735,9 @@ class SqliteStore:
     def get_chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
         if not ids:
             return {}
+        warm = self._warm_chunks()
+        if warm is not None:
+            return {cid: row.chunk() for cid in ids if (row := warm.rows.get(cid)) is not None}
         out: dict[int, StoredChunk] = {}
         for start in range(0, len(ids), 500):
             part = list(ids[start : start + 500])
