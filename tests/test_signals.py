@@ -7,6 +7,7 @@ import pytest
 from codewhere.search import signals
 from codewhere.search.fuse import rrf
 from codewhere.search.signals import Candidate, query_shape
+from codewhere.store.base import CandidateRow
 from codewhere.tokens import compound
 from codewhere.types import FileKind
 
@@ -252,7 +253,7 @@ def test_folder_lifts_a_file_whose_folder_holds_other_good_files() -> None:
 def test_a_signal_records_why_only_when_it_changes_something() -> None:
     code, test = cand(1, 0.02), cand(2, 0.03, "tests/test_a.py", FileKind.TEST)
     out = signals.kind_prior([code, test], query_shape("parse the config"))
-    assert out[0] is code and "kind-prior" not in code.why
+    assert out[0] == code and "kind-prior" not in out[0].why
     assert out[1].why == {"kind-prior": signals.TEST_PENALTY} and out[1].score == pytest.approx(0.03 * signals.TEST_PENALTY)
 
 
@@ -295,6 +296,27 @@ def test_all_signals_in_one_pass_equal_each_signal_in_turn(query: str) -> None:
         assert [c.score for c in one_pass] == pytest.approx([c.score for c in turn], rel=1e-12)
         assert [c.why for c in one_pass] == [c.why for c in turn]
         assert signals.apply_signals(candidates, shape, signals.SIGNALS, lambda: evidence, fetch, limit=3) == one_pass[:3]
+
+
+def _row(c: Candidate) -> CandidateRow:
+    return CandidateRow(c.chunk_id, c.path, c.start_line, c.end_line, c.kind, "python", c.text, "", c.defines, c.mentions,
+                        c.spelled)
+
+
+@pytest.mark.parametrize("query", ["rewind the body", "Router", "how does the queue manager retry"])
+def test_the_stores_rows_with_scores_beside_them_rank_as_candidates_do(query: str) -> None:
+    """The engine hands the store's rows in as they are, scores and `why`s in lists beside them."""
+    rng = random.Random(query)
+    shape = query_shape(query)
+    for _ in range(30):
+        candidates, evidence, outside = _random_candidates(rng)
+        as_candidates = signals.apply_signals(candidates, shape, signals.SIGNALS, lambda: evidence,
+                                              lambda wanted: {cid: outside[cid] for cid in wanted if cid in outside})
+        as_rows = signals.rank_chunks(
+            [_row(c) for c in candidates], [c.score for c in candidates], [c.why for c in candidates], shape,
+            signals.SIGNALS, lambda: evidence, lambda wanted: {cid: _row(outside[cid]) for cid in wanted if cid in outside},
+        )
+        assert as_rows == as_candidates
 
 
 def test_coherence_lifts_only_the_files_defining_a_typed_name() -> None:

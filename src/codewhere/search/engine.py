@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from codewhere.embed import Embedder
@@ -73,35 +73,24 @@ def hybrid_ranked(
     rankings["names"] = list(dict.fromkeys([*names, *(cid for name in extra for cid in defined.get(name, []))]))[:RRF_DEPTH]
     weights = signals.fusion_weights(shape) if "query-shape" not in disabled else None
     fused = rrf(rankings, weights=weights)[: max(limit, signals.CANDIDATES)]
-    read: dict[int, CandidateRow] = {}
-    found = _candidates(store, fused, filters, read)
+    read = store.candidate_rows([cid for cid, _, _ in fused], filters)
+    found = [(read[cid], score, why) for cid, score, why in fused if cid in read]
+    chunks = [row for row, _, _ in found]
     steps = [name for name in signals.SIGNALS if name not in disabled]
-    ranked = signals.apply_signals(
-        found, shape, steps, lambda: _evidence(store, found, filters),
-        lambda ids: {c.chunk_id: c for c in _candidates(store, [(cid, 0.0, {}) for cid in ids], filters, read)},
-        limit,
+
+    def fetch(ids: Sequence[int]) -> dict[int, CandidateRow]:
+        rows = store.candidate_rows(ids, filters)
+        read.update(rows)
+        return rows
+
+    ranked = signals.rank_chunks(
+        chunks, [score for _, score, _ in found], [why for _, _, why in found], shape, steps,
+        lambda: _evidence(store, chunks, filters), fetch, limit,
     )
     return [Ranked(c.chunk_id, c.score, dict(c.why), read[c.chunk_id].chunk()) for c in ranked]
 
 
-def _candidates(
-    store: Store, fused: Sequence[tuple[int, float, Mapping[str, object]]], filters: Filters,
-    read: dict[int, CandidateRow],
-) -> list[signals.Candidate]:
-    """The signals' view of the fused chunks; `read` keeps each chunk so the hits need no second read."""
-    rows = store.candidate_rows([cid for cid, _, _ in fused], filters)
-    out = []
-    for cid, score, why in fused:
-        row = rows.get(cid)
-        if row is None:
-            continue
-        read[cid] = row
-        out.append(signals.Candidate(cid, score, row.path, row.kind, row.start_line, row.end_line, row.text, row.defines,
-                                     why, row.mentions, row.spelled))
-    return out
-
-
-def _evidence(store: Store, candidates: list[signals.Candidate], filters: Filters) -> dict[int, list[int]]:
+def _evidence(store: Store, candidates: Sequence[CandidateRow], filters: Filters) -> dict[int, list[int]]:
     """Test and example chunks point at what they call; doc chunks at the names they mention."""
     evidence: dict[int, list[int]] = {}
     tests = [c.chunk_id for c in candidates if c.kind is not FileKind.DOCS and signals.is_evidence_source(c)]

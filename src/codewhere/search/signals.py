@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from codewhere.tokens import (
     compound,
@@ -118,14 +118,14 @@ def _looks_like_code(token: str, alone: bool) -> bool:
 
 
 _NO_WHY: Mapping[str, object] = MappingProxyType({})
-Factor = Callable[["Candidate", QueryShape], float]
+Factor = Callable[["ChunkView", QueryShape], float]
 # module names for the kinds the per-candidate signals test: cheaper than an Enum attribute each time
 _TEST, _DOCS, _CONFIG = FileKind.TEST, FileKind.DOCS, FileKind.CONFIG
 
 
 class Candidate(NamedTuple):
-    """A fused chunk as the signals see it. A named tuple: built for every candidate of every
-    query, and several times faster to build than a frozen dataclass."""
+    """A ranked chunk with its score and `why`, as the signals return it (and take it, in tests and
+    apply_signals). A named tuple: several times faster to build than a frozen dataclass."""
 
     chunk_id: int
     score: float
@@ -139,10 +139,29 @@ class Candidate(NamedTuple):
     mentions: tuple[str, ...] = ()  # documentation: the code names its prose mentions
     spelled: tuple[str, ...] = ()  # the names it defines as written (`Helpers`), beside `defines`
 
-    def with_score(self, score: float, why: Mapping[str, object]) -> Candidate:
-        # the constructor, not _replace (twice as slow): this runs for most candidates of every query
-        return Candidate(self.chunk_id, score, self.path, self.kind, self.start_line, self.end_line, self.text,
-                         self.defines, why, self.mentions, self.spelled)
+
+class ChunkView(Protocol):
+    """What the signals read of a chunk: a Candidate, or the store's row of it as the engine hands
+    it in (no copy of fifty rows per query; scores and notes travel beside them)."""
+
+    @property
+    def chunk_id(self) -> int: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def kind(self) -> FileKind: ...
+    @property
+    def start_line(self) -> int: ...
+    @property
+    def end_line(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def defines(self) -> tuple[str, ...]: ...
+    @property
+    def mentions(self) -> tuple[str, ...]: ...
+    @property
+    def spelled(self) -> tuple[str, ...]: ...
 
 
 # ---- signals ---------------------------------------------------------------------------------
@@ -155,12 +174,12 @@ def fusion_weights(shape: QueryShape) -> dict[str, float]:
     return {"keyword": 1.0, "names": 1.0, "semantic": 1.0}
 
 
-def defines_queried(c: Candidate, shape: QueryShape) -> bool:
+def defines_queried(c: ChunkView, shape: QueryShape) -> bool:
     """The chunk defines a name the query asks for (compound: `raise_for_status` = `RaiseForStatus`)."""
     return not shape.names.isdisjoint(c.defines)
 
 
-def definition_factor(c: Candidate, shape: QueryShape) -> float:
+def definition_factor(c: ChunkView, shape: QueryShape) -> float:
     if not defines_queried(c, shape):
         return 1.0
     boost = DEFINITION_BOOST
@@ -187,6 +206,7 @@ def file_named_after(path: str, names: frozenset[str]) -> bool:
     return stem_ in names or stem_.removesuffix("s") in names
 
 
+@lru_cache(maxsize=4096)
 def _only_reexports(text: str) -> bool:
     lines = [line for line in _head(text, REEXPORT_LINES).split("\n") if line.strip()]
     return bool(lines) and sum(1 for line in lines if _REEXPORT_LINE.match(line)) >= 0.8 * len(lines)
@@ -198,7 +218,7 @@ def _path_flags(path: str) -> tuple[bool, bool, bool]:
     return bool(EXAMPLE_PATH.search(path)), bool(_STUB_FILE.search(path)), bool(_REEXPORT_FILE.search(path))
 
 
-def path_prior(c: Candidate, shape: QueryShape) -> float:
+def path_prior(c: ChunkView, shape: QueryShape) -> float:
     factor = 1.0
     kind = c.kind
     if kind is _TEST and not shape.wants_tests:
@@ -217,15 +237,22 @@ def path_prior(c: Candidate, shape: QueryShape) -> float:
     return factor
 
 
-def is_evidence_source(c: Candidate) -> bool:
+def is_evidence_source(c: ChunkView) -> bool:
     """Tests, examples and docs describe code in a user's words; evidence flows from them."""
     return c.kind is _TEST or c.kind is _DOCS or _path_flags(c.path)[0]
 
 
-def signature_factor(c: Candidate, shape: QueryShape) -> float:
+def signature_factor(c: ChunkView, shape: QueryShape) -> float:
     if not c.defines or not shape.term_set:
         return 1.0
-    return 1 + SIGNATURE_WEIGHT * len(shape.term_set & signature_words(_head(c.text, 2))) / len(shape.term_set)
+    return 1 + SIGNATURE_WEIGHT * len(shape.term_set & chunk_signature_words(c.text)) / len(shape.term_set)
+
+
+@lru_cache(maxsize=16_384)
+def chunk_signature_words(text: str) -> frozenset[str]:
+    """signature_words of a chunk's first two lines, by its whole text: a kept chunk's text is the
+    same string query after query, so its hash is computed once and no head is cut again."""
+    return signature_words(_head(text, 2))
 
 
 def _head(text: str, lines: int) -> str:
@@ -273,7 +300,7 @@ def line_words(line: str) -> frozenset[str]:
     return frozenset(t for w in re.findall(r"\w+", line) for t in (compound(w), *split_identifier(w)))
 
 
-def path_factor(c: Candidate, shape: QueryShape) -> float:
+def path_factor(c: ChunkView, shape: QueryShape) -> float:
     prefix_min = PATH_PREFIX_MIN
     if shape.identifier and shape.names:
         # a typed name points at the file or folder named after it (`join_set.rs` for `JoinSet`); a
@@ -331,7 +358,7 @@ def named_in(path: str, terms: frozenset[str]) -> bool:
     return bool(words) and all(w in terms or any(_prefixed(w, t, PATH_PREFIX_MIN) for t in terms) for w in words)
 
 
-def size_factor(c: Candidate, shape: QueryShape) -> float:
+def size_factor(c: ChunkView, shape: QueryShape) -> float:
     return SMALL_CHUNK_PENALTY if c.end_line - c.start_line < SMALL_CHUNK_LINES else 1.0
 
 
@@ -355,16 +382,33 @@ def apply_signals(
     shape: QueryShape,
     steps: Collection[str],
     evidence: Callable[[], Mapping[int, Sequence[int]]] | None = None,
-    fetch: Callable[[Sequence[int]], Mapping[int, Candidate]] | None = None,
+    fetch: Callable[[Sequence[int]], Mapping[int, ChunkView]] | None = None,
     limit: int | None = None,
 ) -> list[Candidate]:
     """The signals named in `steps`, in SIGNALS order, over fused candidates: the best `limit`
-    (default all), best first. The same as calling each signal's function below in turn; scores
-    and notes are kept beside the candidates, and only the candidates returned are rebuilt, once
-    (this runs on every candidate of every query). `evidence` reads the links (see
-    evidence_transfer) only when the signal runs: not when the query asks for tests or docs."""
-    run = _Run(candidates)
-    if "definition" in steps:
+    (default all), best first. The same as calling each signal's function below in turn. See
+    rank_chunks, which this runs on the candidates' scores and `why`s."""
+    return rank_chunks(candidates, [c.score for c in candidates], [c.why for c in candidates], shape, steps,
+                       evidence, fetch, limit)
+
+
+def rank_chunks(
+    chunks: Sequence[ChunkView],
+    scores: Sequence[float],
+    whys: Sequence[Mapping[str, object]],
+    shape: QueryShape,
+    steps: Collection[str],
+    evidence: Callable[[], Mapping[int, Sequence[int]]] | None = None,
+    fetch: Callable[[Sequence[int]], Mapping[int, ChunkView]] | None = None,
+    limit: int | None = None,
+) -> list[Candidate]:
+    """apply_signals over chunks with their fused scores and `why`s beside them; scores and
+    notes stay in lists and only the candidates returned are built, once (this runs on every
+    candidate of every query). `evidence` reads the links (see evidence_transfer) only when the
+    signal runs: not when the query asks for tests or docs; `fetch` reads the chunks they point
+    at that are not candidates yet, which join at score 0."""
+    run = _Run(chunks, scores, whys)
+    if "definition" in steps and shape.names:  # no name asked for: the factor is 1 for every chunk
         run.multiply(shape, [("definition", FACTORS["definition"])])
     if "evidence" in steps and evidence is not None and fetch is not None and not (shape.wants_tests or shape.wants_docs):
         run.transfer_evidence(evidence(), fetch, run.ranked() if "definition" in steps else range(len(run.cands)))
@@ -383,9 +427,10 @@ def apply_signals(
 class _Run:
     """Candidates with their scores and signal notes as parallel lists, for apply_signals."""
 
-    def __init__(self, candidates: Sequence[Candidate]) -> None:
-        self.cands = list(candidates)
-        self.scores = [c.score for c in self.cands]
+    def __init__(self, chunks: Sequence[ChunkView], scores: Sequence[float], whys: Sequence[Mapping[str, object]]) -> None:
+        self.cands = list(chunks)
+        self.scores = list(scores)
+        self.whys = list(whys)
         self.notes: list[dict[str, object] | None] = [None] * len(self.cands)
 
     def scale(self, i: int, factor: float, signal: str) -> None:
@@ -408,29 +453,34 @@ class _Run:
 
     def candidate(self, i: int) -> Candidate:
         """The candidate with its score and, in `why`, each signal's factor to 3 decimals."""
-        c, notes = self.cands[i], self.notes[i]
-        if notes is None:
-            return c
-        why = dict(c.why)
-        for signal, value in notes.items():
-            why[signal] = round(value, 3) if isinstance(value, int | float) else value
-        return c.with_score(self.scores[i], why)
+        c, notes, why = self.cands[i], self.notes[i], self.whys[i]
+        if notes is not None:
+            why = dict(why)
+            for signal, value in notes.items():
+                why[signal] = round(value, 3) if isinstance(value, int | float) else value
+        return Candidate(c.chunk_id, self.scores[i], c.path, c.kind, c.start_line, c.end_line, c.text, c.defines, why,
+                         c.mentions, c.spelled)
 
     def multiply(self, shape: QueryShape, factors: Sequence[tuple[str, Factor]]) -> None:
         if not factors:
             return
+        scores, notes = self.scores, self.notes
         for i, c in enumerate(self.cands):
             total = 1.0
             for name, factor in factors:
                 f = factor(c, shape)
                 if f != 1.0:
                     total *= f
-                    self.note(i, name, f)
+                    found = notes[i]
+                    if found is None:
+                        notes[i] = {name: f}
+                    else:
+                        found[name] = f
             if total != 1.0:
-                self.scores[i] = self.scores[i] * total
+                scores[i] = scores[i] * total
 
     def transfer_evidence(
-        self, evidence: Mapping[int, Sequence[int]], fetch: Callable[[Sequence[int]], Mapping[int, Candidate]],
+        self, evidence: Mapping[int, Sequence[int]], fetch: Callable[[Sequence[int]], Mapping[int, ChunkView]],
         order: Iterable[int],
     ) -> None:
         """Signal `evidence`, see evidence_transfer; sources are read in `order`."""
@@ -449,7 +499,8 @@ class _Run:
         present = {c.chunk_id for c in self.cands}
         for c in fetch([t for t in gains if t not in present]).values():
             self.cands.append(c)
-            self.scores.append(c.score)
+            self.scores.append(0.0)
+            self.whys.append(_NO_WHY)
             self.notes.append(None)
         for i, c in enumerate(self.cands):
             gain = gains.get(c.chunk_id)
@@ -519,7 +570,7 @@ def evidence_transfer(
     candidates: Sequence[Candidate],
     shape: QueryShape,
     evidence: Mapping[int, Sequence[int]],
-    fetch: Callable[[Sequence[int]], Mapping[int, Candidate]],
+    fetch: Callable[[Sequence[int]], Mapping[int, ChunkView]],
 ) -> list[Candidate]:
     """Signal `evidence`: a matching test, example or doc chunk passes EVIDENCE_SHARE of its score,
     split evenly, to the code chunks it calls or names (`evidence`: source chunk id → target chunk

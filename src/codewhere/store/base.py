@@ -105,10 +105,11 @@ def split_definitions(joined: str | None) -> tuple[tuple[str, ...], tuple[str, .
 
 
 class CandidateRow(NamedTuple):
-    """What the ranking signals read of a candidate chunk: a plain tuple, cheap to build for
-    every candidate of every query; `chunk()` makes the StoredChunk of the few that become hits."""
+    """What the ranking signals read of a candidate chunk (a signals.ChunkView): a plain tuple,
+    cheap to build, and kept as it is in a warm store; `chunk()` makes the StoredChunk of the few
+    that become hits."""
 
-    id: int
+    chunk_id: int
     path: str
     start_line: int
     end_line: int
@@ -121,7 +122,7 @@ class CandidateRow(NamedTuple):
     spelled: tuple[str, ...] = ()  # the names it defines as written (`Helpers`), beside `defines`
 
     def chunk(self) -> StoredChunk:
-        return StoredChunk(self.id, self.path, self.start_line, self.end_line, self.kind, self.language, self.text, self.repo)
+        return StoredChunk(self.chunk_id, self.path, self.start_line, self.end_line, self.kind, self.language, self.text, self.repo)
 
 
 def smallest_chunk_by_line(chunks: Sequence[tuple[int, int, int]]) -> dict[int, int]:

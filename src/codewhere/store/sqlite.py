@@ -209,8 +209,8 @@ class WarmChunks:
             self.text_bytes -= len(self.rows.pop(cid).text)
 
     def add(self, file_id: int, row: CandidateRow) -> None:
-        self.rows[row.id] = row
-        self.chunk_ids.setdefault(file_id, []).append(row.id)
+        self.rows[row.chunk_id] = row
+        self.chunk_ids.setdefault(file_id, []).append(row.chunk_id)
         self.text_bytes += len(row.text)
 
 
