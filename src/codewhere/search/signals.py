@@ -301,7 +301,6 @@ def line_words(line: str) -> frozenset[str]:
 
 
 def path_factor(c: ChunkView, shape: QueryShape) -> float:
-    prefix_min = PATH_PREFIX_MIN
     if shape.identifier and shape.names:
         # a typed name points at the file or folder named after it (`join_set.rs` for `JoinSet`); a
         # file sharing only a part of it (`curl_trc.c` for `curl_msnprintf`) counts for its definer
@@ -310,15 +309,23 @@ def path_factor(c: ChunkView, shape: QueryShape) -> float:
             return 1 + PATH_WEIGHT
         if not defines_queried(c, shape):
             return 1.0
-        prefix_min = 0
+        prefix_min, whole_name = 0, False
+    else:
+        prefix_min, whole_name = PATH_PREFIX_MIN, not shape.identifier
     if not shape.path_terms:
         return 1.0
-    factor = 1 + PATH_WEIGHT * _path_matches(c.path, shape.path_terms, PATH_FOLDERS, prefix_min) / len(shape.path_terms)
-    if not shape.identifier and named_in(c.path, shape.path_terms):
-        # a file named for the asked-about thing (`mime.rb` for "MIME type detection") beats a
-        # file that shares the word among others (`mime_utils.rb`) or a big file that mentions it
-        factor *= 1 + PATH_NAME_BOOST
-    return factor
+    matches, named = _path_words(c.path, shape.path_terms, prefix_min, whole_name)
+    factor = 1 + PATH_WEIGHT * matches / len(shape.path_terms)
+    # a file named for the asked-about thing (`mime.rb` for "MIME type detection") beats a file that
+    # shares the word among others (`mime_utils.rb`) or a big file that mentions it
+    return factor * (1 + PATH_NAME_BOOST) if named else factor
+
+
+@lru_cache(maxsize=65_536)
+def _path_words(path: str, terms: frozenset[str], prefix_min: int, whole_name: bool) -> tuple[int, bool]:
+    """(how many `terms` the path holds, whether they make up its whole file name): one cached
+    call per candidate; the weights stay outside, so a fit may change them between runs."""
+    return _path_matches(path, terms, PATH_FOLDERS, prefix_min), whole_name and named_in(path, terms)
 
 
 @lru_cache(maxsize=65_536)
@@ -457,7 +464,7 @@ class _Run:
         if notes is not None:
             why = dict(why)
             for signal, value in notes.items():
-                why[signal] = round(value, 3) if isinstance(value, int | float) else value
+                why[signal] = round(value, 3) if type(value) is float else value  # factors; evidence notes are lists
         return Candidate(c.chunk_id, self.scores[i], c.path, c.kind, c.start_line, c.end_line, c.text, c.defines, why,
                          c.mentions, c.spelled)
 
@@ -521,22 +528,26 @@ class _Run:
         most = max(support.values(), default=0.0)
         if most <= 0:
             return
+        scale = self.scale
         for path, i in best.items():
-            self.scale(i, 1 + FOLDER_COHERENCE * support[path] / most, "folder")
+            scale(i, 1 + FOLDER_COHERENCE * support[path] / most, "folder")
 
     def cohere(self, shape: QueryShape) -> set[int]:
         """Signal `coherence`, see file_coherence; returns the chunks a hard cap (FILE_REPEAT_DECAY
         0) puts after every file's kept ones."""
+        cands, scores = self.cands, self.scores
         by_file: dict[str, list[int]] = {}
         for i in self.ranked():
-            members = by_file.get(self.cands[i].path)
+            path = cands[i].path
+            members = by_file.get(path)
             if members is None:
-                by_file[self.cands[i].path] = [i]
+                by_file[path] = [i]
             else:
                 members.append(i)
         # each file's support (its other chunks' score) against the best-supported file's, as semble
         # scales it: the lift doesn't shrink because many weak candidates from other files came along
-        support = {path: sum(self.scores[i] for i in members[1:]) for path, members in by_file.items()}
+        support = {path: sum([scores[i] for i in members[1:]]) if len(members) > 1 else 0.0
+                   for path, members in by_file.items()}
         if shape.identifier and shape.names:
             # a typed name lives where it is defined: a file that only uses it, however often, has
             # no support when a file among the candidates defines it
@@ -545,13 +556,15 @@ class _Run:
                 support = {path: s if path in defining else 0.0 for path, s in support.items()}
         most = max(support.values(), default=0.0) or 1.0
         capped: set[int] = set()
+        scale = self.scale
         for path, members in by_file.items():
-            self.scale(members[0], 1 + COHERENCE * support[path] / most, "coherence")
-            for rank, i in enumerate(members[MAX_PER_FILE:], start=1):
-                if FILE_REPEAT_DECAY <= 0:
-                    capped.add(i)
-                else:
-                    self.scale(i, FILE_REPEAT_DECAY ** rank, "coherence")
+            scale(members[0], 1 + COHERENCE * support[path] / most, "coherence")
+            if len(members) > MAX_PER_FILE:
+                for rank, i in enumerate(members[MAX_PER_FILE:], start=1):
+                    if FILE_REPEAT_DECAY <= 0:
+                        capped.add(i)
+                    else:
+                        scale(i, FILE_REPEAT_DECAY ** rank, "coherence")
         return capped
 
 
