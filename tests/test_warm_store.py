@@ -125,3 +125,24 @@ def test_a_rechunked_index_is_read_again_whole(sample_repo: Path, open_sqlite_in
     open_sqlite_index(sample_repo, index_path=index_file, embedder=FakeEmbedder(), chunker="lines").refresh()
     after = reader.store._warm_chunks().rows
     assert after != before and after == _read_afresh(reader.store)
+
+
+def test_searches_in_threads_while_the_index_changes(sample_repo: Path, open_sqlite_index) -> None:
+    """MCP calls run in worker threads on one index: updates of the kept chunks must not mix."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    index = open_sqlite_index(sample_repo, embedder=FakeEmbedder())
+    index.refresh()
+
+    def search(n: int) -> int:
+        return len(index.search("charge a credit card" if n % 2 else "shipping label", k=5))
+
+    with ThreadPoolExecutor(4) as pool:
+        running = [pool.submit(search, n) for n in range(40)]
+        for version in range(3):
+            _edit(sample_repo / "src/shop/payment.py", NEW_FUNCTION.replace("label for", f"label v{version} for"))
+            index.refresh()
+        assert all(job.result() > 0 for job in running)
+    hits = index.search("shipping_label_printer")
+    assert "label v2 for" in hits[0].snippet
+    assert index.store._warm.rows == _read_afresh(index.store)

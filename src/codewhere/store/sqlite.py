@@ -7,6 +7,7 @@ leaves the last committed state; WAL lets searches read while an indexer writes.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -203,6 +204,11 @@ class WarmChunks:
     call_targets: dict[int, list[int]] = field(default_factory=dict)
     text_bytes: int = 0
 
+    def copy(self) -> WarmChunks:
+        """A copy to update while searches in other threads read this one (lists are replaced, not changed)."""
+        return WarmChunks(self.chunker, dict(self.files), dict(self.chunk_ids), dict(self.rows), self.call_targets,
+                          self.text_bytes)
+
     def forget_file(self, file_id: int) -> None:
         del self.files[file_id]
         for cid in self.chunk_ids.pop(file_id):
@@ -228,6 +234,7 @@ class SqliteStore:
         self._warm_refused = False  # too big to keep: asked again, say no
         self._warm: WarmChunks | None = None
         self._warm_state: tuple[int, int] | None = None
+        self._warm_lock = threading.Lock()
 
     # ---- opening -------------------------------------------------------------------------
 
@@ -636,13 +643,16 @@ class SqliteStore:
         # data_version moves when another connection commits, total_changes when this one writes
         state = (self._db.execute("PRAGMA data_version").fetchone()[0], self._db.total_changes())
         if state != self._warm_state:
-            warm = self._warm or WarmChunks()
-            self._warm, self._warm_state = None, None  # until the update is whole
-            if not self._update_warm_chunks(warm):
-                log.info("%s holds over %d MB of chunk text; searches read it per query", self.path, WARM_TEXT_LIMIT >> 20)
-                self._keep_warm, self._warm_refused = False, True
-                return None
-            self._warm, self._warm_state = warm, state  # read before the update: a commit during it forces another
+            with self._warm_lock:  # MCP calls run in threads: one updates, the others wait for it
+                if state != self._warm_state:
+                    warm = self._warm.copy() if self._warm else WarmChunks()
+                    if not self._update_warm_chunks(warm):
+                        log.info("%s holds over %d MB of chunk text; searches read it per query", self.path,
+                                 WARM_TEXT_LIMIT >> 20)
+                        self._keep_warm, self._warm_refused, self._warm, self._warm_state = False, True, None, None
+                        return None
+                    # state was read before the update: a commit during it brings another
+                    self._warm, self._warm_state = warm, state
         return self._warm
 
     def _update_warm_chunks(self, warm: WarmChunks) -> bool:
