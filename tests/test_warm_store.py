@@ -115,6 +115,18 @@ def test_an_index_past_the_memory_limit_is_read_per_query(
     assert again[0] == again[1] == first
 
 
+def test_an_index_past_the_chunk_limit_is_read_per_query(
+    sample_repo: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = open_sqlite_index(sample_repo, embedder=FakeEmbedder())
+    index.refresh()
+    monkeypatch.setattr(sqlite, "WARM_CHUNK_LIMIT", 3)
+    index.store.keep_chunks_in_memory()
+    assert index.store.get_chunks(_all_ids(index.store)) and index.store._warm is None
+    index.store.keep_chunks_in_memory()  # asked again: still no
+    assert not index.store._keep_warm
+
+
 def test_a_rechunked_index_is_read_again_whole(sample_repo: Path, open_sqlite_index, tmp_path: Path) -> None:
     """Re-chunking deletes every chunk and may hand the same ids to new ones: all is reread."""
     index_file = tmp_path / "shared.sqlite"

@@ -59,9 +59,11 @@ BUSY_TIMEOUT_MS = 10_000
 # bm25 column weights: the path tokens repeat in every chunk of a file, so they count for less.
 BM25_WEIGHT_PATH = 0.5
 BM25_WEIGHT_BODY = 1.0
-# A store asked to keep its chunks in memory does so up to this much chunk text; past it, a
-# search reads its candidates' rows from the file (a Linux-sized index would fill the memory).
+# A store asked to keep its chunks in memory does so up to this much chunk text and this many
+# chunks (each costs about 600 bytes besides its text: laravel's 30k chunks take 25 MB); past
+# either, a search reads its candidates' rows from the file, as a Linux-sized index must.
 WARM_TEXT_LIMIT = 64 * 1024 * 1024
+WARM_CHUNK_LIMIT = 200_000
 
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -647,8 +649,8 @@ class SqliteStore:
                 if state != self._warm_state:
                     warm = self._warm.copy() if self._warm else WarmChunks()
                     if not self._update_warm_chunks(warm):
-                        log.info("%s holds over %d MB of chunk text; searches read it per query", self.path,
-                                 WARM_TEXT_LIMIT >> 20)
+                        log.info("%s holds over %d MB of chunk text or %d chunks; searches read them per query",
+                                 self.path, WARM_TEXT_LIMIT >> 20, WARM_CHUNK_LIMIT)
                         self._keep_warm, self._warm_refused, self._warm, self._warm_state = False, True, None, None
                         return None
                     # state was read before the update: a commit during it brings another
@@ -657,7 +659,7 @@ class SqliteStore:
 
     def _update_warm_chunks(self, warm: WarmChunks) -> bool:
         """Reread the chunks of the files that changed since `warm` was read, and every call
-        target (resolution moves them in unchanged files); False past WARM_TEXT_LIMIT."""
+        target (resolution moves them in unchanged files); False past WARM_TEXT_LIMIT or WARM_CHUNK_LIMIT."""
         with self._db:  # one snapshot of chunks, files and edges
             chunker = self.meta().get("chunker_version")
             if chunker != warm.chunker:  # every file was re-chunked, perhaps into the same ids
@@ -677,7 +679,7 @@ class SqliteStore:
             for sql, params in batches:
                 for row in self._db.execute(sql, params):
                     warm.add(row[-1], _candidate_row(row[:-1]))
-                    if warm.text_bytes > WARM_TEXT_LIMIT:
+                    if warm.text_bytes > WARM_TEXT_LIMIT or len(warm.rows) > WARM_CHUNK_LIMIT:
                         return False
             warm.files.update((f, files[f]) for f in changed)
             warm.call_targets = {}
