@@ -432,7 +432,7 @@ def rank_chunks(
 
 
 class _Run:
-    """Candidates with their scores and signal notes as parallel lists, for apply_signals."""
+    """Candidates with their scores, `why`s and signal notes as parallel lists, for rank_chunks."""
 
     def __init__(self, chunks: Sequence[ChunkView], scores: Sequence[float], whys: Sequence[Mapping[str, object]]) -> None:
         self.cands = list(chunks)

@@ -11,8 +11,9 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import apsw
 import numpy as np
@@ -180,17 +181,16 @@ _CANDIDATE_SQL = f"""SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.la
                      FROM chunks c JOIN files f ON f.id = c.file_id"""
 _CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN symbols s ON s.id = e.target_id
                        WHERE e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id != e.chunk_id"""
-
-
-def _candidate_row(row: tuple[object, ...]) -> CandidateRow:
-    cid, path, start, end, kind, language, text, mentions, names = row
-    defines, spelled = split_definitions(names)  # type: ignore[arg-type]
-    return CandidateRow(cid, path, start, end, FILE_KINDS[kind], language, text, "", defines,  # type: ignore[arg-type,index]
-                        tuple((mentions or "").split()), spelled)  # type: ignore[attr-defined]
-
-
 _FILE_CHUNKS_SQL = """SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id), max(c.id)
                        FROM files f JOIN chunks c ON c.file_id = f.id GROUP BY f.id"""
+
+
+def _candidate_row(row: Sequence[Any]) -> CandidateRow:
+    """A row of _CANDIDATE_SQL, without its file id."""
+    cid, path, start, end, kind, language, text, mentions, names = row
+    defines, spelled = split_definitions(names)
+    return CandidateRow(cid, path, start, end, FILE_KINDS[kind], language, text, "", defines,
+                        tuple((mentions or "").split()), spelled)
 
 
 @dataclass
@@ -200,7 +200,7 @@ class WarmChunks:
     only the files it touched."""
 
     chunker: str | None = None
-    files: dict[int, tuple[object, ...]] = field(default_factory=dict)  # id → path, hash, kind, language, chunk ids
+    files: dict[int, tuple[object, ...]] = field(default_factory=dict)  # id → path, hash, kind, language, first and last chunk id
     chunk_ids: dict[int, list[int]] = field(default_factory=dict)  # file id → its chunks
     rows: dict[int, CandidateRow] = field(default_factory=dict)
     call_targets: dict[int, list[int]] = field(default_factory=dict)
@@ -643,7 +643,7 @@ class SqliteStore:
         if not self._keep_warm:
             return None
         # data_version moves when another connection commits, total_changes when this one writes
-        state = (self._db.execute("PRAGMA data_version").fetchone()[0], self._db.total_changes())
+        state = (self._db.execute("PRAGMA data_version").get, self._db.total_changes())
         if state != self._warm_state:
             with self._warm_lock:  # MCP calls run in threads: one updates, the others wait for it
                 if state != self._warm_state:
