@@ -41,27 +41,20 @@ from codewhere.types import Filters  # noqa: E402
 DEFAULT_REPOS = ["requests", "gin", "commons-lang", "abseil-cpp", "laravel-framework"]
 
 
-def timed_load(index_file: Path, chunk_id: int) -> float:
+def load(index_file: Path, chunk_id: int, trace: bool = False) -> tuple[float, int]:
+    """(seconds, bytes allocated when `trace`) for a fresh store on `index_file` to keep its chunks."""
     store = SqliteStore.open(index_file)
     try:
         store.keep_chunks_in_memory()
+        if trace:
+            tracemalloc.start()
         started = time.perf_counter()
         store.get_chunks([chunk_id])
-        return time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        allocated = tracemalloc.get_traced_memory()[0] if trace else 0
+        return seconds, allocated
     finally:
-        store.close()
-
-
-def load_memory(index_file: Path, chunk_id: int) -> int:
-    store = SqliteStore.open(index_file)
-    try:
-        store.keep_chunks_in_memory()
-        tracemalloc.start()
-        store.get_chunks([chunk_id])
-        allocated = tracemalloc.get_traced_memory()[0]
         tracemalloc.stop()
-        return allocated
-    finally:
         store.close()
 
 
@@ -89,8 +82,8 @@ def main() -> None:
             first = store.chunk_at(spans[0][0], spans[0][1])
             assert first is not None
             some_chunk = first.id
-            loads = [timed_load(store.path, some_chunk) for _ in range(args.rounds)]
-            memory = load_memory(store.path, some_chunk)
+            loads = [load(store.path, some_chunk)[0] for _ in range(args.rounds)]
+            memory = load(store.path, some_chunk, trace=True)[1]
             store.keep_chunks_in_memory()
             store.get_chunks([some_chunk])
             warm = store._warm

@@ -1,18 +1,12 @@
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from codewhere import indexer
 from codewhere.chunk import chunker_version
-from tests.conftest import write_tree
-
-
-def bump_mtime(path: Path) -> None:
-    st = path.stat()
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+from tests.conftest import bump_mtime, write_tree
 
 
 def test_first_index_then_unchanged_refresh_reads_nothing(sample_repo: Path, open_index) -> None:

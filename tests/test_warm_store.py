@@ -3,7 +3,6 @@ answers as reading the file, and never an answer from before the index changed."
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from codewhere.embed.fake import FakeEmbedder
 from codewhere.store import sqlite
 from codewhere.types import FileKind, Filters
+from tests.conftest import bump_mtime
 
 NEW_FUNCTION = "def shipping_label_printer(order):\n    return f'label for {order}'\n"
 
@@ -30,8 +30,7 @@ def _read_afresh(store) -> dict:
 
 def _edit(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
-    stat = path.stat()
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    bump_mtime(path)
 
 
 def test_kept_chunks_read_the_same_as_the_file(sample_repo: Path, open_sqlite_index) -> None:
@@ -77,12 +76,14 @@ def test_an_edit_after_the_chunks_were_kept_is_searched(sample_repo: Path, open_
     for _ in range(2):
         index.search("refund payment")
     assert index.store._warm is not None
+    untouched = {cid: row for cid, row in index.store._warm.rows.items() if row.path == "src/shop/cart.py"}
     _edit(sample_repo / "src/shop/payment.py", NEW_FUNCTION)
     (sample_repo / "src/lib.rs").unlink()
     (sample_repo / "src/shop/labels.py").write_text("def print_label():\n    return 'label'\n", encoding="utf-8")
     index.refresh()
     hits = index.search("shipping_label_printer")
-    assert index.store._warm.rows == _read_afresh(index.store)  # only the touched files were reread
+    assert index.store._warm.rows == _read_afresh(index.store)
+    assert untouched and all(index.store._warm.rows[cid] is row for cid, row in untouched.items())  # not reread
     assert hits[0].path == "src/shop/payment.py" and "label for" in hits[0].snippet
     gone = [hit for hit in index.search("refund payment") if hit.path == "src/shop/payment.py" and "refund" in hit.snippet]
     assert not gone

@@ -245,14 +245,7 @@ def is_evidence_source(c: ChunkView) -> bool:
 def signature_factor(c: ChunkView, shape: QueryShape) -> float:
     if not c.defines or not shape.term_set:
         return 1.0
-    return 1 + SIGNATURE_WEIGHT * len(shape.term_set & chunk_signature_words(c.text)) / len(shape.term_set)
-
-
-@lru_cache(maxsize=16_384)
-def chunk_signature_words(text: str) -> frozenset[str]:
-    """signature_words of a chunk's first two lines, by its whole text: a kept chunk's text is the
-    same string query after query, so its hash is computed once and no head is cut again."""
-    return signature_words(_head(text, 2))
+    return 1 + SIGNATURE_WEIGHT * len(shape.term_set & signature_words(c.text)) / len(shape.term_set)
 
 
 def _head(text: str, lines: int) -> str:
@@ -266,11 +259,12 @@ def _head(text: str, lines: int) -> str:
     return text[:end]
 
 
-@lru_cache(maxsize=65_536)
-def signature_words(head: str) -> frozenset[str]:
-    """The words of a symbol chunk's first lines (its name and signature), split and whole;
-    cached: the same chunks come back query after query."""
-    return frozenset().union(*(line_words(line) for line in head.split("\n")))
+@lru_cache(maxsize=16_384)
+def signature_words(text: str) -> frozenset[str]:
+    """The words of a symbol chunk's first two lines (its name and signature), split and whole.
+    Cached by the whole text: a kept chunk's text is the same string query after query, so its
+    hash is computed once and no head is cut again."""
+    return frozenset().union(*(line_words(line) for line in _head(text, 2).split("\n")))
 
 
 _SUFFIXES = ("ing", "ers", "ies", "ed", "es", "er", "s")
