@@ -109,8 +109,9 @@ def test_path_signal_prefers_a_file_named_wholly_in_the_questions_words() -> Non
     assert ids(out) == [2, 1]
     assert signals.path_factor(mime, shape) == pytest.approx(signals.path_factor(utils, shape) * (1 + signals.PATH_NAME_BOOST))
     # camel case and the path rule's prefixes: `HttpRedirect` is `http` + `redirect`, "redirects" finds it
-    assert signals.named_in("ktor/plugins/HttpRedirect.kt", query_shape("how HTTP redirects are followed").path_terms)
-    assert not signals.named_in("ktor/plugins/HttpRedirect.kt", query_shape("how redirects are followed").path_terms)
+    prefix = signals.PATH_PREFIX_MIN
+    assert signals.named_in("ktor/plugins/HttpRedirect.kt", query_shape("how HTTP redirects are followed").path_terms, prefix)
+    assert not signals.named_in("ktor/plugins/HttpRedirect.kt", query_shape("how redirects are followed").path_terms, prefix)
     # an identifier has its own rule (named after it), which this does not add to
     assert signals.path_factor(cand(3, 0.01, "lib/rack/mime.rb"), query_shape("mime")) == 1 + signals.PATH_WEIGHT
 
@@ -120,11 +121,28 @@ def test_the_whole_file_name_rule_leaves_identifiers_alone(monkeypatch: pytest.M
     # the path rule for identifiers (whole words, for the definer) decides, the boost does not
     definer = cand(1, 0.01, "src/retry.py", defines=("retry_with_backoff",))
     identifier, prose = query_shape("retry_with_backoff"), query_shape("retry failed requests")
-    assert signals.named_in(definer.path, identifier.path_terms) and signals.named_in(definer.path, prose.path_terms)
+    prefix = signals.PATH_PREFIX_MIN
+    assert signals.named_in(definer.path, identifier.path_terms, prefix) and signals.named_in(definer.path, prose.path_terms, prefix)
     before = signals.path_factor(definer, identifier), signals.path_factor(definer, prose)
     monkeypatch.setattr(signals, "PATH_NAME_BOOST", signals.PATH_NAME_BOOST + 1)
     assert signals.path_factor(definer, identifier) == before[0]
     assert signals.path_factor(definer, prose) > before[1]
+
+
+def test_path_constants_changed_by_a_fit_take_effect_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # fit_signals.py sets constants between runs in one process: the path signal's caches must not
+    # answer with the old ones
+    shape = query_shape("how redirects are followed")
+    deep = cand(1, 0.01, "src/redirects/rules/policy.py")  # the word two folders above the file
+    short = cand(2, 0.01, "src/redir.py")  # `redir` starts `redirect`: the prefix rule
+    monkeypatch.setattr(signals, "PATH_FOLDERS", 1)
+    monkeypatch.setattr(signals, "PATH_PREFIX_MIN", 3)
+    assert signals.path_factor(deep, shape) == 1.0
+    assert signals.path_factor(short, shape) > 1.0
+    monkeypatch.setattr(signals, "PATH_FOLDERS", 0)  # every folder
+    monkeypatch.setattr(signals, "PATH_PREFIX_MIN", 6)
+    assert signals.path_factor(deep, shape) > 1.0
+    assert signals.path_factor(short, shape) == 1.0
 
 
 def test_path_signal_takes_only_a_file_or_folder_named_after_an_identifier() -> None:

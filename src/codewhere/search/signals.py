@@ -308,7 +308,7 @@ def path_factor(c: ChunkView, shape: QueryShape) -> float:
         prefix_min, whole_name = PATH_PREFIX_MIN, not shape.identifier
     if not shape.path_terms:
         return 1.0
-    matches, named = _path_words(c.path, shape.path_terms, prefix_min, whole_name)
+    matches, named = _path_words(c.path, shape.path_terms, PATH_FOLDERS, prefix_min, whole_name)
     factor = 1 + PATH_WEIGHT * matches / len(shape.path_terms)
     # a file named for the asked-about thing (`mime.rb` for "MIME type detection") beats a file that
     # shares the word among others (`mime_utils.rb`) or a big file that mentions it
@@ -316,10 +316,11 @@ def path_factor(c: ChunkView, shape: QueryShape) -> float:
 
 
 @lru_cache(maxsize=65_536)
-def _path_words(path: str, terms: frozenset[str], prefix_min: int, whole_name: bool) -> tuple[int, bool]:
+def _path_words(path: str, terms: frozenset[str], folders: int, prefix_min: int, whole_name: bool) -> tuple[int, bool]:
     """(how many `terms` the path holds, whether they make up its whole file name): one cached
-    call per candidate; the weights stay outside, so a fit may change them between runs."""
-    return _path_matches(path, terms, PATH_FOLDERS, prefix_min), whole_name and named_in(path, terms)
+    call per candidate. Every constant it reads is an argument, so a fit that changes one between
+    runs is not served an old answer."""
+    return _path_matches(path, terms, folders, prefix_min), whole_name and named_in(path, terms, prefix_min)
 
 
 @lru_cache(maxsize=65_536)
@@ -353,10 +354,10 @@ def file_name_words(path: str) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=65_536)
-def named_in(path: str, terms: frozenset[str]) -> bool:
+def named_in(path: str, terms: frozenset[str], prefix_min: int) -> bool:
     """Every word of the file name is one of `terms`, exactly or as the path rule's prefix."""
     words = file_name_words(path)
-    return bool(words) and all(w in terms or any(_prefixed(w, t, PATH_PREFIX_MIN) for t in terms) for w in words)
+    return bool(words) and all(w in terms or any(_prefixed(w, t, prefix_min) for t in terms) for w in words)
 
 
 def size_factor(c: ChunkView, shape: QueryShape) -> float:
