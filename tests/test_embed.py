@@ -147,6 +147,49 @@ def test_index_built_in_keyword_mode_gets_vectors_later(tmp_path: Path, store_ki
         assert index.refresh().vectors_written == 30
 
 
+def test_an_unchanged_refresh_does_not_look_for_chunks_without_vectors(
+    tmp_path: Path, store_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_tree(tmp_path / "repo", many_files())
+    with Index.open(root, settings=Settings.from_env(), embedder=FakeEmbedder()) as index:
+        index.refresh()
+        looked: list[int] = []
+        real = index.store.chunks_without_vectors
+        monkeypatch.setattr(index.store, "chunks_without_vectors", lambda *a: looked.append(1) or real(*a))
+        assert index.refresh().vectors_written == 0 and looked == []
+        (root / "pkg/mod_1.py").write_text("def function_number_1(value):\n    return -value\n")
+        assert index.refresh().vectors_written == 1 and looked
+
+
+def test_chunks_written_without_vectors_are_embedded_by_the_next_refresh(tmp_path: Path, store_kind: str) -> None:
+    # a keyword-only refresh after a complete one: the next refresh sees no changed file, but the
+    # new chunk still needs its vector
+    root = write_tree(tmp_path / "repo", many_files())
+    with Index.open(root, settings=Settings.from_env(), embedder=FakeEmbedder()) as index:
+        index.refresh()
+        (root / "pkg/brand_new.py").write_text("def brand_new():\n    return 1\n")
+        assert index.refresh(vectors=False).files_added == 1
+        report = index.refresh()
+        assert report.files_added == 0 and report.vectors_written == 1
+
+
+def test_a_refresh_killed_while_embedding_is_finished_by_the_next(
+    tmp_path: Path, store_kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_tree(tmp_path / "repo", many_files())
+    fake = FakeEmbedder()
+    with Index.open(root, settings=Settings.from_env(), embedder=fake) as index:
+        def killed(texts: object) -> None:
+            raise RuntimeError("killed")
+
+        monkeypatch.setattr(fake, "embed_documents", killed)
+        with pytest.raises(RuntimeError):
+            index.refresh()
+        monkeypatch.undo()
+        report = index.refresh()
+        assert report.files_added == 0 and report.vectors_written == 30
+
+
 def test_hybrid_is_exactly_rrf_k60_over_keyword_and_semantic_top_30(tmp_path: Path, store_kind: str) -> None:
     root = write_tree(tmp_path / "repo", {**SAMPLE_REPO, **many_files()})
     fake = FakeEmbedder(dim=64)

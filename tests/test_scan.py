@@ -38,10 +38,11 @@ def test_gitignore_at_root_and_nested_levels_with_negation(tmp_path: Path) -> No
 
 
 def test_codewhereignore_uses_gitignore_syntax(tmp_path: Path) -> None:
-    write_tree(tmp_path, {".codewhereignore": "fixtures/\n*.snap\n", "a.py": "", "fixtures/big.py": "", "b.snap": ""})
+    write_tree(tmp_path, {".codewhereignore": "fixtures/\n*.snap\n", "a.py": "", "fixtures/big.py": "", "b.snap": "",
+                          "deep/er/.codewhereignore": "local.py\n", "deep/er/local.py": "", "deep/local.py": ""})
     kept, skipped = outcome(tmp_path)
-    assert kept == {".codewhereignore", "a.py"}
-    assert skipped == {"fixtures/": SkipReason.IGNORED, "b.snap": SkipReason.IGNORED}
+    assert kept == {".codewhereignore", "a.py", "deep/er/.codewhereignore", "deep/local.py"}
+    assert skipped == {"fixtures/": SkipReason.IGNORED, "b.snap": SkipReason.IGNORED, "deep/er/local.py": SkipReason.IGNORED}
 
 
 def test_git_info_exclude_is_honoured(tmp_path: Path) -> None:

@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 BATCH_FILES = 200  # files per transaction: small enough to lose little when killed
 BATCH_CHUNKS = 2_000
+# meta key: the model whose vectors every chunk has; emptied in the transaction that writes chunks
+VECTORS_COMPLETE = "vectors_complete"
 
 Progress = Callable[[int, str], None]  # (files seen so far, current path)
 
@@ -82,6 +84,8 @@ class _Batch:
                 self.store.update_file_stat(record.path, record.size, record.mtime_ns)
             if deletes:
                 self.store.delete_files(deletes)
+            if self.writes or deletes:
+                self.store.set_meta({VECTORS_COMPLETE: ""})
         self.writes, self.stat_updates, self.chunk_count = [], [], 0
 
 
@@ -123,12 +127,17 @@ def refresh(
         refresh_resolution(store)
         with store.transaction():
             store.set_meta({"root": str(root), "last_change": str(time.time())})
-    if embedder is not None:
+    # Looking for chunks without a vector reads every chunk (50 ms on Django): skipped when nothing
+    # was written since a run that left every chunk with a vector of this model
+    if embedder is not None and (report.changed or store.meta().get(VECTORS_COMPLETE) != embedder.info.id):
         before = getattr(embedder, "documents_truncated", None)
         report.vectors_written = fill_vectors(store, embedder, progress, drop_orphans=report.changed)
         if before is not None:
             report.texts_truncated = embedder.documents_truncated - before  # type: ignore[attr-defined]
             report.truncated_at = getattr(embedder, "max_seq_length", None)
+        if store.meta().get(VECTORS_COMPLETE) != embedder.info.id:
+            with store.transaction():
+                store.set_meta({VECTORS_COMPLETE: embedder.info.id})
     report.seconds = time.perf_counter() - started
     return report
 

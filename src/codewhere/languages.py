@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
 
 from codewhere.types import FileKind
 
@@ -91,18 +90,29 @@ SKIPPED_DIRS = frozenset({
 })
 
 
+def _parts(path: str) -> list[str]:
+    """A relative POSIX path's folders and name, as PurePosixPath splits them (string work only:
+    the freshness check classifies every file of the tree on every refresh)."""
+    return [part for part in path.split("/") if part and part != "."]
+
+
+def _suffix(name: str) -> str:
+    """PurePosixPath's suffix: `.py`; none for `.bashrc` or `name.`."""
+    i = name.rfind(".")
+    return name[i:] if 0 < i < len(name) - 1 else ""
+
+
 def language_of(path: str) -> str:
-    p = PurePosixPath(path)
-    if p.name in LANGUAGE_BY_FILENAME:
-        return LANGUAGE_BY_FILENAME[p.name]
-    return LANGUAGE_BY_EXTENSION.get(p.suffix.lower(), "")
+    name = (_parts(path) or [""])[-1]
+    if name in LANGUAGE_BY_FILENAME:
+        return LANGUAGE_BY_FILENAME[name]
+    return LANGUAGE_BY_EXTENSION.get(_suffix(name).lower(), "")
 
 
 def kind_of(path: str, language: str) -> FileKind:
     """Test before docs before config: `tests/README.md` is about tests, `docs/conf.py` is docs."""
-    p = PurePosixPath(path)
-    dirs = {part.lower() for part in p.parts[:-1]}
-    name = p.name
+    *folders, name = _parts(path) or [""]
+    dirs = {part.lower() for part in folders}
     if dirs & _TEST_DIRS or _TEST_FILE.match(name):
         return FileKind.TEST
     # Go keeps no documentation sources: a `doc/` folder of .go files is a package (cobra/doc)

@@ -22,6 +22,7 @@ from codewhere.types import FileRecord, Skip, SkipReason
 MAX_FILE_BYTES = 1_000_000
 BINARY_PROBE_BYTES = 512
 IGNORE_FILES = (".gitignore", ".codewhereignore")
+_IGNORE_NAMES = frozenset(IGNORE_FILES)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ def scan(root: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[FileRecord | S
     """
     root_real = os.path.realpath(root)
     top = _load_rules(Path(root_real), "", (Path(root_real, ".git", "info", "exclude"),))
+    # (folder, its path from the root, the rules of the folders above it)
     stack: list[tuple[str, str, list[_Rules]]] = [(root_real, "", [top] if top else [])]
     while stack:
         folder, rel_folder, rules = stack.pop()
@@ -89,6 +91,11 @@ def scan(root: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[FileRecord | S
         except OSError:
             yield Skip(rel_folder + "/", SkipReason.UNREADABLE)
             continue
+        # a folder's own ignore files are read only when its listing holds one: trying to open
+        # both in every folder was most of a refresh's cost on trees of many small folders
+        if rel_folder and not _IGNORE_NAMES.isdisjoint(e.name for e in entries):
+            own = _load_rules(Path(folder), rel_folder)
+            rules = [*rules, own] if own else rules
         subfolders: list[tuple[str, str, list[_Rules]]] = []
         for entry in entries:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
@@ -101,8 +108,7 @@ def scan(root: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[FileRecord | S
                     elif _is_ignored(rules, rel, is_dir=True):
                         yield Skip(rel + "/", SkipReason.IGNORED)
                     else:
-                        own = _load_rules(Path(entry.path), rel)
-                        subfolders.append((entry.path, rel, [*rules, own] if own else rules))
+                        subfolders.append((entry.path, rel, rules))
                 elif entry.is_file(follow_symlinks=False):
                     yield _check_file(entry, rel, rules, max_bytes)
                 else:
