@@ -155,7 +155,12 @@ def test_an_unchanged_refresh_does_not_look_for_chunks_without_vectors(
         index.refresh()
         looked: list[int] = []
         real = index.store.chunks_without_vectors
-        monkeypatch.setattr(index.store, "chunks_without_vectors", lambda *a: looked.append(1) or real(*a))
+
+        def counted(limit: int, after_id: int = 0) -> list[tuple[int, str, str]]:
+            looked.append(after_id)
+            return real(limit, after_id)
+
+        monkeypatch.setattr(index.store, "chunks_without_vectors", counted)
         assert index.refresh().vectors_written == 0 and looked == []
         (root / "pkg/mod_1.py").write_text("def function_number_1(value):\n    return -value\n")
         assert index.refresh().vectors_written == 1 and looked

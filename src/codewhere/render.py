@@ -112,7 +112,8 @@ def status_lines(root: Path, index_path: str, stats: StoreStats, repositories: l
         *([f"repositories in this database: {', '.join(repositories) or 'none yet'}"] if repositories is not None else []),
         f"files: {stats.files} ({kinds}); {stats.bytes:,} bytes; chunks: {stats.chunks}",
         f"languages: {langs}",
-        *(f"{key}: {value}" for key, value in sorted(stats.meta.items()) if key not in {"created_at", "last_change"}),
+        # an emptied key (vectors_complete after chunks were written) says nothing
+        *(f"{key}: {value}" for key, value in sorted(stats.meta.items()) if value and key not in {"created_at", "last_change"}),
     ]
 
 
