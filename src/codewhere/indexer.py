@@ -128,16 +128,16 @@ def refresh(
         with store.transaction():
             store.set_meta({"root": str(root), "last_change": str(time.time())})
     # Looking for chunks without a vector reads every chunk (50 ms on Django): skipped when nothing
-    # was written since a run that left every chunk with a vector of this model
+    # was written since a run that left every chunk with a vector of this model. Here the key is
+    # never that model's id (a change emptied it), so it is written after the vectors.
     if embedder is not None and (report.changed or store.meta().get(VECTORS_COMPLETE) != embedder.info.id):
         before = getattr(embedder, "documents_truncated", None)
         report.vectors_written = fill_vectors(store, embedder, progress, drop_orphans=report.changed)
         if before is not None:
             report.texts_truncated = embedder.documents_truncated - before  # type: ignore[attr-defined]
             report.truncated_at = getattr(embedder, "max_seq_length", None)
-        if store.meta().get(VECTORS_COMPLETE) != embedder.info.id:
-            with store.transaction():
-                store.set_meta({VECTORS_COMPLETE: embedder.info.id})
+        with store.transaction():
+            store.set_meta({VECTORS_COMPLETE: embedder.info.id})
     report.seconds = time.perf_counter() - started
     return report
 

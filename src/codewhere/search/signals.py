@@ -329,7 +329,6 @@ def named_after(path: str, names: frozenset[str]) -> bool:
     return file_named_after(path, names) or compound(folder_of(path).rpartition("/")[2]) in names
 
 
-@lru_cache(maxsize=65_536)
 def _path_matches(path: str, terms: frozenset[str], folders: int, prefix_min: int) -> int:
     """How many of the query's stems the path's words hold, exactly or (semble's rule) as a
     prefix either way: `lockfile` finds `lock.lua`, `config` finds `configuration.py`;
@@ -348,12 +347,10 @@ def _prefixed(a: str, b: str, prefix_min: int) -> bool:
 @lru_cache(maxsize=65_536)
 def file_name_words(path: str) -> tuple[str, ...]:
     """Stemmed words of the file name without its extension: `HttpRedirect.kt` → (http, redirect)."""
-    name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    pieces = [piece for piece in re.split(r"[._-]", name) if piece]
+    pieces = [piece for piece in re.split(r"[._-]", file_name(path)) if piece]
     return tuple(stem(word) for piece in pieces for word in (split_identifier(piece) or [piece.lower()]))
 
 
-@lru_cache(maxsize=65_536)
 def named_in(path: str, terms: frozenset[str], prefix_min: int) -> bool:
     """Every word of the file name is one of `terms`, exactly or as the path rule's prefix."""
     words = file_name_words(path)
