@@ -9,6 +9,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from codewhere.api import Index
@@ -31,6 +32,19 @@ def isolated_cache(
     monkeypatch.setenv("CODEWHERE_MODELS_DIR", str(shared_models_dir))
     monkeypatch.delenv("CODEWHERE_MODEL", raising=False)
     return cache
+
+
+def make_tiny_model2vec(folder: Path, dim: int = 16, seed: int = 0) -> Path:
+    """A real model2vec folder with a word-level vocabulary and random vectors."""
+    from model2vec import StaticModel
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = ["[UNK]", "cart", "item", "price", "payment", "card", "refund", "user", "session", "login", "token"]
+    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    vectors = np.random.default_rng(seed).normal(size=(len(words), dim)).astype(np.float32)
+    StaticModel(vectors=vectors, tokenizer=tokenizer, normalize=True).save_pretrained(str(folder))
+    return folder
 
 
 def bump_mtime(path: Path) -> None:

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tokenizers import Tokenizer, models, pre_tokenizers
 
 from codewhere.api import Index
 from codewhere.config import Settings
@@ -16,19 +15,7 @@ from codewhere.errors import ModelError
 from codewhere.search.fuse import rrf
 from codewhere.search.keyword import bm25_ranking, definition_ranking
 from codewhere.types import Filters
-from tests.conftest import SAMPLE_REPO, write_tree
-
-
-def make_tiny_model2vec(folder: Path, dim: int = 16, seed: int = 0) -> Path:
-    """A real model2vec folder with a word-level vocabulary and random vectors."""
-    from model2vec import StaticModel
-
-    words = ["[UNK]", "cart", "item", "price", "payment", "card", "refund", "user", "session", "login", "token"]
-    tokenizer = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    vectors = np.random.default_rng(seed).normal(size=(len(words), dim)).astype(np.float32)
-    StaticModel(vectors=vectors, tokenizer=tokenizer, normalize=True).save_pretrained(str(folder))
-    return folder
+from tests.conftest import SAMPLE_REPO, make_tiny_model2vec, write_tree
 
 
 @pytest.fixture

@@ -62,9 +62,30 @@ def test_rebuild_forgets_one_repository_and_keeps_the_others(tmp_path: Path, tea
         a.refresh()
         b.refresh()
     with _open(shop, embedder=fake, rebuild=True) as a:
-        assert a.status().files == 0
+        assert a.status().files == len(SAMPLE_REPO)  # opening for a rebuild deletes nothing
+        assert a.refresh(rebuild=True).files_added == len(SAMPLE_REPO)
+        assert a.status().files == len(SAMPLE_REPO)
         assert a.search("charge", k=5, repos=["billing"])[0].path == "charge.py"
-        assert a.refresh().files_added == len(SAMPLE_REPO)
+
+
+class BrokenEmbedder(FakeEmbedder):
+    def embed_documents(self, texts):  # noqa: ANN001, ANN201
+        raise RuntimeError("embedding failed")
+
+
+def test_a_failed_rebuild_leaves_the_repository_as_it_was(tmp_path: Path, team_dsn: str) -> None:
+    shop = write_tree(tmp_path / "shop", SAMPLE_REPO)
+    fake = FakeEmbedder()
+    with _open(shop, embedder=fake) as a:
+        a.refresh()
+    (shop / "extra.py").write_text("def extra():\n    return 1\n")
+    with _open(shop, embedder=BrokenEmbedder()) as a, _open(shop, embedder=fake) as reader:
+        with pytest.raises(RuntimeError, match="embedding failed"):
+            a.refresh(rebuild=True)
+        assert reader.status().files == len(SAMPLE_REPO)
+        assert reader.search("charge_credit_card", k=1)[0].path == "src/shop/payment.py"
+    with _open(shop, embedder=fake) as a:
+        assert a.refresh(rebuild=True).files_added == len(SAMPLE_REPO) + 1
 
 
 def test_every_repository_must_use_the_databases_model(tmp_path: Path, team_dsn: str) -> None:

@@ -107,6 +107,7 @@ class Index:
         index_path: str | os.PathLike[str] | None = None,
         settings: Settings | None = None,
         rebuild: bool = False,
+        create: bool = True,
         model: str | None = None,
         embedder: Embedder | None = None,
         chunker: str | None = None,
@@ -119,12 +120,14 @@ class Index:
         else the built-in default); `embedder` hands in a ready one instead (tests, API users).
         `store` picks sqlite or postgres (default: postgres when CODEWHERE_DSN is set); `repo`
         names the folder's repository in a shared index (default: the folder's name).
+        `rebuild` lets a damaged index file of ours be replaced (the rebuild itself is
+        `refresh(rebuild=True)`); without `create`, a folder never indexed is a NotIndexedError.
         """
         root = resolve_root(path)
         settings = (settings or Settings.load(root)).with_flags(model=model, chunker=chunker, store=store, repo=repo)
         if settings.chunker not in CHUNKERS:
             raise QueryError(f"unknown chunker {settings.chunker!r}", f"use one of: {', '.join(CHUNKERS)}")
-        opened = open_store(settings, root, Path(index_path) if index_path else None, rebuild)
+        opened = open_store(settings, root, Path(index_path) if index_path else None, rebuild, create)
         return cls(root, opened, settings, embedder)
 
     def close(self) -> None:
@@ -145,9 +148,13 @@ class Index:
 
     def embedder(self) -> Embedder:
         """The embedding model, loaded once, and refused if the index was built with another."""
+        embedder = self._load_embedder()
+        self._check_model(embedder)
+        return embedder
+
+    def _load_embedder(self) -> Embedder:
         if self._embedder is None:
             self._embedder = load_embedder(self.model_name, self.settings, self.model_build_progress)
-        self._check_model(self._embedder)
         return self._embedder
 
     def _check_model(self, embedder: Embedder) -> None:
@@ -163,16 +170,30 @@ class Index:
     # ---- indexing ------------------------------------------------------------------------
 
     def refresh(
-        self, progress: Progress | None = None, wait_seconds: float | None = None, vectors: bool = True
+        self,
+        progress: Progress | None = None,
+        wait_seconds: float | None = None,
+        vectors: bool = True,
+        rebuild: bool = False,
     ) -> IndexReport:
         """Bring the index up to date (and its vectors, unless `vectors` is False); waits for
-        another indexer up to `wait_seconds`."""
+        another indexer up to `wait_seconds`. `rebuild` builds a new index beside the old one
+        and swaps it in when complete: until then, and if it fails, searches use the old one."""
         wait = self.settings.lock_wait_seconds if wait_seconds is None else wait_seconds
-        embedder = self.embedder() if vectors else None
-        with self.store.writer_lock(wait):
-            if embedder is not None and self.store.model() is None:
-                self.store.bind_model(embedder.info)
-            report = indexer.refresh(self.root, self.store, progress, embedder, self.settings.chunker)
+        # a rebuild may change the model: the new index is checked against nothing
+        embedder = (self._load_embedder() if rebuild else self.embedder()) if vectors else None
+        with self.store.writer_lock(wait):  # before anything is touched
+            if rebuild:
+                with self.store.rebuilding() as fresh:
+                    report = self._refresh(fresh, embedder, progress)
+            else:
+                report = self._refresh(self.store, embedder, progress)
+        return report
+
+    def _refresh(self, store: Store, embedder: Embedder | None, progress: Progress | None) -> IndexReport:
+        if embedder is not None and store.model() is None:
+            store.bind_model(embedder.info)
+        report = indexer.refresh(self.root, store, progress, embedder, self.settings.chunker)
         if report.files_kept == 0:
             skipped = ", ".join(f"{n} {reason}" for reason, n in report.skipped.most_common()) or "the folder is empty"
             raise PathError(

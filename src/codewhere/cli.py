@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", help="index a folder, or refresh its index incrementally")
     p.add_argument("path", nargs="?", default=".", help="folder to index (default: .)")
-    p.add_argument("--rebuild", action="store_true", help="delete the index and build it from scratch")
+    p.add_argument("--rebuild", action="store_true", help="build the index from scratch beside the old one, then swap it in")
     p.add_argument("--wait", type=float, default=None, metavar="SECONDS", help="how long to wait for another indexer")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     _add_index_options(p)
@@ -199,7 +199,7 @@ def _progress(enabled: bool) -> Iterator[ProgressFn | None]:
 def _cmd_index(args: argparse.Namespace) -> int:
     with _open(args, rebuild=args.rebuild) as index:
         with _progress(err_console.is_terminal and not args.json) as progress:
-            report = index.refresh(progress, wait_seconds=args.wait)
+            report = index.refresh(progress, wait_seconds=args.wait, rebuild=args.rebuild)
         stats = index.status()
         if args.json:
             print(render.report_json(report, stats))

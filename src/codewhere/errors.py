@@ -23,6 +23,10 @@ class IndexFileError(CodewhereError):
     """The index file is corrupt, foreign, locked or built differently."""
 
 
+class NotIndexedError(IndexFileError):
+    """The folder has no index yet, and the command does not create one."""
+
+
 class IndexBusyError(IndexFileError):
     """Another process holds the index's writer lock."""
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from codewhere.config import Settings
-from codewhere.errors import IndexFileError
+from codewhere.errors import IndexBusyError, IndexFileError, NotIndexedError
+from codewhere.locks import index_writer_lock
 from codewhere.languages import SKIPPED_DIRS
 from codewhere.store.base import ChunkAt, FileState, Store, StoreStats
 from codewhere.store.sqlite import SqliteStore
@@ -13,14 +14,21 @@ from codewhere.store.sqlite import SqliteStore
 STORES = ("sqlite", "postgres")
 
 
-def open_store(settings: Settings, root: Path, index_path: Path | None = None, rebuild: bool = False) -> Store:
+def open_store(
+    settings: Settings, root: Path, index_path: Path | None = None, rebuild: bool = False, create: bool = True
+) -> Store:
     """Open the index of the folder `root`: a SQLite file (`index_path`, else one in the cache
     dir), or the repository `settings.repo` (default: the folder's name) in the PostgreSQL
-    database `settings.dsn`. `rebuild` forgets what the index held for this folder first."""
+    database `settings.dsn`.
+
+    Opening never deletes what an index holds: a rebuild happens in `Store.rebuilding()`, under
+    the writer lock. `rebuild` only allows replacing a SQLite file of ours that cannot be opened
+    at all (corrupt, truncated), since nobody can read it. Without `create`, a missing SQLite
+    index is an error (NotIndexedError) and nothing is written."""
     kind = settings.store_kind
     repo = settings.repo or root.name or "root"
     if kind == "sqlite":
-        return _open_sqlite(settings, root, index_path, repo, rebuild)
+        return _open_sqlite(settings, root, index_path, repo, rebuild, create)
     if kind == "postgres":
         if not settings.dsn:
             raise IndexFileError("the postgres store needs a database", "set CODEWHERE_DSN=postgresql://user@host/dbname")
@@ -31,10 +39,7 @@ def open_store(settings: Settings, root: Path, index_path: Path | None = None, r
                 "the postgres store needs psycopg, which is not installed", "pip install 'codewhere[postgres]'"
             ) from exc
 
-        store = PostgresStore.open(settings.dsn, repo)
-        if rebuild:
-            store.forget_repository()
-        return store
+        return PostgresStore.open(settings.dsn, repo)
     raise IndexFileError(f"unknown store {kind!r}", f"use one of: {', '.join(STORES)}")
 
 
@@ -42,16 +47,27 @@ def _in_skipped_dir(relative: Path) -> bool:
     return any(part in SKIPPED_DIRS for part in relative.parts[:-1])
 
 
-def _open_sqlite(settings: Settings, root: Path, index_path: Path | None, repo: str, rebuild: bool) -> SqliteStore:
+def _open_sqlite(
+    settings: Settings, root: Path, index_path: Path | None, repo: str, rebuild: bool, create: bool
+) -> SqliteStore:
     file = index_path.expanduser().resolve() if index_path else settings.index_path_for(root)
     if not index_path and file.is_relative_to(root) and not _in_skipped_dir(file.relative_to(root)):
         # `~/.cache/...` under a search of `~` is fine: the scanner never enters `.cache`
         raise IndexFileError(f"the cache dir {settings.cache_dir} is inside {root}", "set CODEWHERE_CACHE_DIR elsewhere")
-    if rebuild and file.exists():
-        if not (SqliteStore.is_codewhere_index(file) or file.is_relative_to(settings.cache_dir.resolve())):
-            raise IndexFileError(f"{file} is not a codewhere index", "codewhere only deletes its own files; remove it yourself")
+    if not create and not file.exists():
+        raise NotIndexedError(f"{root} has not been indexed yet (its index would be {file})",
+                              f"run `codewhere index {root}`")
+    try:
+        return SqliteStore.open(file, repo, settings.lock_wait_seconds)
+    except IndexBusyError:
+        raise
+    except IndexFileError:
+        ours = file.is_relative_to(settings.cache_dir.resolve()) or SqliteStore.is_codewhere_index(file)
+        if not (rebuild and file.exists() and ours):
+            raise
+    with index_writer_lock(file, settings.lock_wait_seconds):  # an unreadable file of ours, replaced on request
         SqliteStore.remove(file)
-    return SqliteStore.open(file, repo)
+    return SqliteStore.open(file, repo, settings.lock_wait_seconds)
 
 
 __all__ = ["STORES", "ChunkAt", "FileState", "SqliteStore", "Store", "StoreStats", "open_store"]

@@ -17,6 +17,7 @@ import inspect
 import logging
 import re
 import time
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -61,7 +62,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA = "codewhere"
 LOCK_NAMESPACE = 0x63776872  # "cwhr": first key of codewhere's advisory locks
-MIGRATION_LOCK = 0  # second key while migrating; repositories use their id (> 0)
+MIGRATION_LOCK = 0  # second key while migrating; repositories use an odd hash of their name
 CONNECT_TIMEOUT_SECONDS = 10
 # ts_rank weights for D, C, B, A: the path (B) counts for less than the body (A), as in SQLite's bm25.
 RANK_WEIGHTS = "{0, 0.1, 0.5, 1.0}"
@@ -280,13 +281,25 @@ class PostgresStore:
         return self._repo_id
 
     def forget_repository(self) -> None:
-        """Delete everything this repository holds (a rebuild); other repositories stay."""
-        with self.writer_lock(0.0), self.transaction():
+        """Delete everything this repository holds; other repositories stay. Call under the writer lock."""
+        with self.transaction():
             self._db.execute("DELETE FROM repos WHERE id = %s", (self._rid(),))
             self._repo_id = None
             self.delete_orphan_vectors()
             if not self._db.execute("SELECT 1 FROM repos LIMIT 1").fetchone():
                 self._db.execute("DELETE FROM settings WHERE key = ANY(%s)", (list(MODEL_KEYS),))
+
+    @contextmanager
+    def rebuilding(self) -> Iterator[PostgresStore]:
+        """The repository emptied and written again in one transaction (the indexer's own
+        transactions become savepoints): readers see the old repository until it commits, and a
+        killed rebuild leaves it. The caller holds the writer lock."""
+        try:
+            with self._db.transaction():
+                self.forget_repository()
+                yield self
+        finally:
+            self._repo_id = self._find_repo_id()
 
     def close(self) -> None:
         self._db.close()
@@ -299,7 +312,8 @@ class PostgresStore:
     @contextmanager
     def writer_lock(self, wait_seconds: float) -> Iterator[None]:
         """An advisory lock per repository: one indexer at a time, any number of readers."""
-        key = (LOCK_NAMESPACE, self._rid())
+        # by name, not id: a rebuild gives the repository a new id while the lock is held
+        key = (LOCK_NAMESPACE, zlib.crc32(self.repo.encode()) & 0x7FFFFFFF | 1)
         deadline = time.monotonic() + wait_seconds
         while not self._db.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone()[0]:
             if time.monotonic() >= deadline:
@@ -309,6 +323,7 @@ class PostgresStore:
                 )
             time.sleep(0.05)
         try:
+            self._repo_id = self._find_repo_id()  # another indexer may have created or rebuilt it
             yield
         finally:
             self._db.execute("SELECT pg_advisory_unlock(%s, %s)", key)

@@ -145,6 +145,15 @@ CREATE INDEX edges_chunk ON edges(chunk_id);
 _SEP = f"char({ord(DEFINITION_SEPARATOR)})"
 
 
+def _write_error(path: Path, exc: BaseException) -> IndexFileError:
+    """What a failed write to the index file means for the user, and what fixes it."""
+    if isinstance(exc, apsw.FullError) or "disk is full" in str(exc) or "No space" in str(exc):
+        return IndexFileError(f"the disk is full while writing the index {path}",
+                              "free some space and run again; the index keeps its last committed state")
+    return IndexFileError(f"the index {path} cannot be written ({exc})",
+                          "make the file and its folder writable (chmod, chattr -i), or pass --index FILE")
+
+
 def fts5_expression(query: TermQuery) -> str:
     """An FTS5 expression for the terms; each is quoted, so no user text is parsed as syntax."""
     quoted = ['"' + t.replace('"', '""') + '"' for t in query.terms]
@@ -241,9 +250,44 @@ class SqliteStore:
     # ---- opening -------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: Path, repo: str = "") -> SqliteStore:
-        """Open or create the index at `path`; refuse a file that is not a codewhere index."""
+    def open(cls, path: Path, repo: str = "", lock_wait: float = 30.0) -> SqliteStore:
+        """Open or create the index at `path`; refuse a file that is not a codewhere index.
+
+        An index of an older layout is derived data: it is rebuilt, not migrated, but only
+        under the writer lock (waiting up to `lock_wait`), so a running indexer never loses
+        its file."""
         path.parent.mkdir(parents=True, exist_ok=True)
+        db, tables = cls._connect(path)
+        store = cls(path, db, repo)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            if not tables:
+                store._create()
+            elif store.meta().get("schema_version") != SCHEMA_VERSION:
+                db.close()
+                with index_writer_lock(path, lock_wait):
+                    if cls._schema_version(path) != SCHEMA_VERSION:  # another process may have done it
+                        log.warning("the index layout changed since %s was built; rebuilding it", path)
+                        cls.remove(path)
+                return cls.open(path, repo, lock_wait)
+        except apsw.CorruptError as exc:
+            db.close()
+            raise IndexFileError(f"the index {path} is corrupt", "run `codewhere index --rebuild`") from exc
+        except apsw.BusyError as exc:
+            db.close()
+            raise IndexFileError(f"the index {path} is locked by another process", "wait for it and retry") from exc
+        except (apsw.ReadOnlyError, apsw.CantOpenError, apsw.IOError, apsw.FullError) as exc:
+            db.close()
+            if not tables:
+                raise _write_error(path, exc) from exc
+            store = cls(path, cls._connect_read_only(path), repo)  # search what is there
+        return store
+
+    @staticmethod
+    def _connect(path: Path) -> tuple[apsw.Connection, int]:
+        """A connection with sqlite-vec loaded, and how many schema objects the file holds."""
         try:
             db = apsw.Connection(str(path))
             db.setbusytimeout(BUSY_TIMEOUT_MS)
@@ -253,9 +297,11 @@ class SqliteStore:
             tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         except apsw.NotADBError as exc:
             raise IndexFileError(
-                f"{path} is not a SQLite database (corrupt or foreign index)",
-                "delete it, or run `codewhere index --rebuild`",
+                f"{path} is not a SQLite database (corrupt, truncated or foreign)",
+                "run `codewhere index --rebuild` (it replaces a damaged index in the cache dir), or pass --index FILE",
             ) from exc
+        except apsw.CorruptError as exc:
+            raise IndexFileError(f"the index {path} is corrupt", "run `codewhere index --rebuild`") from exc
         except apsw.Error as exc:
             raise IndexFileError(f"cannot open the index {path}: {exc}", "check its permissions, or pass --index FILE") from exc
         if tables and app_id != APPLICATION_ID:
@@ -264,30 +310,71 @@ class SqliteStore:
                 f"{path} is a SQLite file but not a codewhere index",
                 "pass --index with another file name; codewhere will not overwrite it",
             )
-        store = cls(path, db, repo)
+        return db, int(tables)
+
+    @staticmethod
+    def _connect_read_only(path: Path) -> apsw.Connection:
+        """A file this process may not write (a read-only file or folder, a read-only `-shm`):
+        searched as last committed. `immutable` reads it without the WAL's shared memory."""
+        last: apsw.Error | None = None
+        for uri in (f"file:{path}?mode=ro", f"file:{path}?immutable=1"):
+            try:
+                db = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+                db.setbusytimeout(BUSY_TIMEOUT_MS)
+                db.enable_load_extension(True)
+                db.load_extension(sqlite_vec.loadable_path())
+                db.execute("SELECT count(*) FROM meta").fetchone()
+                return db
+            except apsw.Error as exc:
+                last = exc
+        raise IndexFileError(f"cannot read the index {path}: {last}", "check its permissions, or pass --index FILE")
+
+    @staticmethod
+    def _schema_version(path: Path) -> str | None:
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA foreign_keys=ON")
-            if not tables:
-                store._create()
-            elif store.meta().get("schema_version") != SCHEMA_VERSION:
-                # The index is derived data: an older layout is rebuilt, not migrated.
-                log.warning("the index layout changed since %s was built; rebuilding it", path)
+            db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+            try:
+                row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                return str(row[0]) if row else None
+            finally:
                 db.close()
-                cls.remove(path)
-                return cls.open(path, repo)
-        except apsw.CorruptError as exc:
-            db.close()
-            raise IndexFileError(f"the index {path} is corrupt", "run `codewhere index --rebuild`") from exc
-        except apsw.BusyError as exc:
-            db.close()
-            raise IndexFileError(f"the index {path} is locked by another process", "wait for it and retry") from exc
-        return store
+        except apsw.Error:
+            return None
+
+    @property
+    def read_only(self) -> bool:
+        return bool(self._db.readonly("main"))
+
+    @contextmanager
+    def rebuilding(self) -> Iterator[SqliteStore]:
+        """A new, empty index beside this one for a rebuild. When the block ends without error,
+        its content replaces this index's in one transaction (SQLite's backup API), so readers
+        see the old index or the new, never neither; a killed or failed rebuild leaves the old.
+        The caller holds the writer lock."""
+        if self.read_only:
+            raise _write_error(self.path, apsw.ReadOnlyError("the index file is read-only"))
+        beside = self.path.with_name(self.path.name + ".rebuild")
+        SqliteStore.remove(beside)  # what a killed rebuild left
+        fresh = SqliteStore.open(beside, self.repo)
+        try:
+            yield fresh
+            fresh._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._warm_reset()
+            try:
+                with self._db.backup("main", fresh._db, "main") as copy:
+                    copy.step(-1)
+            except apsw.FullError as exc:
+                raise _write_error(self.path, exc) from exc
+            self._db.close()  # virtual tables and cached statements belong to the old content
+            self._db, _ = self._connect(self.path)
+            self._db.execute("PRAGMA foreign_keys=ON")
+        finally:
+            fresh.close()
+            SqliteStore.remove(beside)
 
     @staticmethod
     def remove(path: Path) -> None:
-        """Delete the index file with its WAL and shared-memory files."""
+        """Delete the index file with its WAL and shared-memory files (call under the writer lock)."""
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
 
@@ -638,6 +725,11 @@ class SqliteStore:
         process that searches more than once asks for this: a one-shot search never pays the load."""
         self._keep_warm = not self._warm_refused
 
+    def _warm_reset(self) -> None:
+        """Forget the chunks kept in memory (the content is about to be replaced)."""
+        with self._warm_lock:
+            self._warm, self._warm_state = None, None
+
     def _warm_chunks(self) -> WarmChunks | None:
         """The chunks in memory, brought up to date if the index changed; None when not kept."""
         if not self._keep_warm:
@@ -661,8 +753,10 @@ class SqliteStore:
         """Reread the chunks of the files that changed since `warm` was read, and every call
         target (resolution moves them in unchanged files); False past WARM_TEXT_LIMIT or WARM_CHUNK_LIMIT."""
         with self._db:  # one snapshot of chunks, files and edges
-            chunker = self.meta().get("chunker_version")
-            if chunker != warm.chunker:  # every file was re-chunked, perhaps into the same ids
+            meta = self.meta()
+            # a new chunker re-chunks every file, a rebuild makes a new index: perhaps into the same ids
+            chunker = f"{meta.get('chunker_version')}@{meta.get('created_at')}"
+            if chunker != warm.chunker:
                 for file_id in list(warm.files):
                     warm.forget_file(file_id)
                 warm.chunker = chunker
