@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from codewhere.chunk import chunk_file, content_hash, line_windows, split_lines
+from codewhere.chunk import LONG_LINE_CHARS, chunk_file, content_hash, line_windows, split_lines
 from codewhere.types import FileKind, FileRecord
 
 
@@ -29,16 +29,27 @@ def test_window_reaches_the_target_and_overlap_reaches_its_budget() -> None:
     assert [(s, e) for s, e, _ in result[:3]] == [(1, 10), (8, 17), (15, 24)]
 
 
-def test_long_line_overshoots_rather_than_being_cut() -> None:
-    text = "short\n" + "z" * 5000 + "\nafter\n"
+def test_a_line_up_to_the_long_line_limit_overshoots_rather_than_being_cut() -> None:
+    text = "short\n" + "z" * 2000 + "\nafter\n"
     result = windows(text, target=100, overlap=10)
-    assert any("z" * 5000 in body for _, _, body in result)
+    assert any("z" * 2000 in body for _, _, body in result)
     assert all(body.endswith("\n") for _, _, body in result)
+
+
+def test_a_longer_line_is_cut_into_pieces_each_stored_once() -> None:
+    text = "short\n" + "z" * 7000 + "\nafter\n"
+    result = windows(text, target=100, overlap=10)
+    assert [(s, e) for s, e, _ in result] == [(1, 2), (2, 2), (2, 2), (2, 2), (3, 3)]
+    assert max(len(body) for _, _, body in result) <= 2800 + len("short\n")
+    assert sum(len(body) for _, _, body in result) <= 2 * len(text)  # an overlap repeats at most one piece
 
 
 def test_chunker_moves_forward_on_one_huge_line() -> None:
     text = "a" * 200_000
-    assert [(s, e, len(b)) for s, e, b in windows(text)] == [(1, 1, 200_000)]
+    result = windows(text)
+    assert {(s, e) for s, e, _ in result} == {(1, 1)}
+    assert max(len(b) for _, _, b in result) <= LONG_LINE_CHARS
+    assert sum(len(b) for _, _, b in result) == 200_000
 
 
 def test_blank_chunks_are_dropped() -> None:

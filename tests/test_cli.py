@@ -129,8 +129,11 @@ def test_invalid_utf8_huge_line_and_nul_files_are_indexed_or_skipped_quietly(tmp
     result = cli("index", str(tmp_path), "--json")
     assert result.code == 0, result.err
     summary = result.json()
+    assert summary["files_kept"] == 2 and summary["skipped"] == {"binary": 1, "minified": 1}
+    assert cli("search", "minifiedNeedle", str(tmp_path), "--mode", "keyword").code == 1
+    summary = cli("index", str(tmp_path), "--json", "--include-minified").json()
     assert summary["files_kept"] == 3 and summary["skipped"] == {"binary": 1}
-    hit = cli("search", "minifiedNeedle", str(tmp_path), "--json").json()["hits"][0]
+    hit = cli("search", "minifiedNeedle", str(tmp_path), "--json", "--include-minified").json()["hits"][0]
     assert (hit["path"], hit["start_line"], hit["end_line"]) == ("minified.js", 1, 1)
     assert len(hit["snippet"]) < 400
     assert cli("search", "menu", str(tmp_path), "--json").json()["hits"][0]["path"] == "latin1.py"

@@ -118,3 +118,36 @@ def test_rebuild_with_another_model_swaps_in_that_model(sample_repo: Path) -> No
         index.refresh(rebuild=True)
         assert index.store.model().id == "two" and index.store.model().dim == 48
         assert index.search("refund the payment", k=1)
+
+
+# ---- 2. one long line costs linear space --------------------------------------------------------
+
+
+def minified_bundle(functions: int) -> str:
+    return "".join(f"function f{i}(a,b){{var c=a+b*{i};return c>{i}?g{i}(c):a}}" for i in range(functions))
+
+
+def stored_text_bytes(index: Index) -> int:
+    db = index.store._db  # noqa: SLF001 — what the file holds is the point of this test
+    return int(db.execute("SELECT coalesce(sum(length(text)) + sum(length(embed_text)), 0) FROM chunks").fetchone()[0])
+
+
+def test_a_200_kb_minified_line_is_stored_in_linear_space(tmp_path: Path) -> None:
+    bundle = minified_bundle(3450)  # 200 KB, 3,450 functions on one line
+    assert len(bundle) > 200_000
+    root = write_tree(tmp_path / "site", {"app.js": bundle, "small.js": minified_bundle(850)})
+    with Index.open(root, embedder=FakeEmbedder(), include_minified=True) as index:
+        index.refresh()
+        total = stored_text_bytes(index)
+        assert total <= 6 * (len(bundle) + 850 * 60)  # text and embedding text, each at most twice
+        assert index.status().chunks < 400
+        assert index.search("f1234", k=1, mode="keyword")[0].path == "app.js"
+    assert index_file(root).stat().st_size < 30 * len(bundle)
+
+
+def test_minified_files_are_skipped_by_default_and_counted(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "site", {"app.js": minified_bundle(3400), "vendor.min.js": "var a;",
+                                          "main.js": "function main() {\n  return 1;\n}\n"})
+    with Index.open(root, embedder=FakeEmbedder()) as index:
+        report = index.refresh()
+        assert report.skipped == {"minified": 2} and report.files_kept == 1

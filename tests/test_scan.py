@@ -6,14 +6,14 @@ from pathlib import Path
 import pytest
 
 from codewhere.languages import kind_of, language_of
-from codewhere.scan import read_source, scan
+from codewhere.scan import ScanOptions, read_source, scan
 from codewhere.types import FileKind, FileRecord, Skip, SkipReason
 from tests.conftest import write_tree
 
 
-def outcome(root: Path) -> tuple[set[str], dict[str, SkipReason]]:
+def outcome(root: Path, options: ScanOptions = ScanOptions()) -> tuple[set[str], dict[str, SkipReason]]:
     kept, skipped = set(), {}
-    for item in scan(root):
+    for item in scan(root, options):
         if isinstance(item, FileRecord):
             kept.add(item.path)
         else:
@@ -24,6 +24,7 @@ def outcome(root: Path) -> tuple[set[str], dict[str, SkipReason]]:
 
 def test_gitignore_at_root_and_nested_levels_with_negation(tmp_path: Path) -> None:
     write_tree(tmp_path, {
+        ".git/HEAD": "ref: refs/heads/main\n",
         ".gitignore": "*.log\ngenerated/\n",
         "app.py": "x = 1\n", "debug.log": "noise\n", "generated/out.py": "y = 2\n",
         "pkg/.gitignore": "secret.py\n!keep.log\n",
@@ -200,3 +201,67 @@ def test_kind_rules_cover_common_layouts(path: str, kind: FileKind) -> None:
 )
 def test_language_from_extension_or_name(path: str, language: str) -> None:
     assert language_of(path) == language
+
+
+# ---- ignore files outside git, bad patterns, minified files, UTF-16 --------------------------
+
+
+def test_gitignore_outside_a_git_repository_is_not_applied_unless_asked(tmp_path: Path) -> None:
+    # Debian's linux-source tarball ships a packaging .gitignore that ends with `/*`
+    write_tree(tmp_path, {".gitignore": "/*\n", "kernel/fork.c": "int fork(void);\n", ".ignore": "scratch.c\n",
+                          "scratch.c": "int x;\n"})
+    kept, skipped = outcome(tmp_path)
+    assert kept == {".gitignore", ".ignore", "kernel/fork.c"}
+    assert skipped == {"scratch.c": SkipReason.IGNORED}  # .ignore applies everywhere
+    kept, _ = outcome(tmp_path, ScanOptions(gitignore="always"))
+    assert kept == set()
+    (tmp_path / ".git").mkdir()
+    kept, _ = outcome(tmp_path)
+    assert kept == set()
+    kept, _ = outcome(tmp_path, ScanOptions(gitignore="never"))
+    assert kept == {".gitignore", ".ignore", "kernel/fork.c"}
+
+
+def test_a_repository_nested_in_a_plain_folder_uses_its_gitignore(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"vendor/lib/.git/HEAD": "x\n", "vendor/lib/.gitignore": "gen.py\n", "vendor/lib/gen.py": "",
+                          "vendor/lib/main.py": "", ".gitignore": "*.py\n", "top.py": ""})
+    kept, skipped = outcome(tmp_path)
+    assert "top.py" in kept and "vendor/lib/main.py" in kept
+    assert skipped["vendor/lib/gen.py"] is SkipReason.IGNORED
+
+
+def test_an_invalid_ignore_line_is_skipped_with_one_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # psf/black's test fixtures ship a .gitignore with a lone `!`
+    write_tree(tmp_path, {".git/HEAD": "x\n", ".gitignore": "!\n*.log\n", "a.py": "", "b.log": ""})
+    kept, skipped = outcome(tmp_path)
+    assert kept == {".gitignore", "a.py"} and skipped["b.log"] is SkipReason.IGNORED
+    outcome(tmp_path)
+    warnings = [r.getMessage() for r in caplog.records if "not a valid ignore pattern" in r.getMessage()]
+    assert len(warnings) == 1 and ".gitignore line 1" in warnings[0]
+
+
+def test_an_ignored_skip_names_the_file_line_and_pattern(tmp_path: Path) -> None:
+    write_tree(tmp_path, {".codewhereignore": "# notes\n*.tmp\n", "a.tmp": ""})
+    (skip,) = [i for i in scan(tmp_path) if isinstance(i, Skip)]
+    assert skip.detail == f"{tmp_path / '.codewhereignore'} line 2 `*.tmp`"
+
+
+def test_minified_files_are_skipped_by_name_and_by_content(tmp_path: Path) -> None:
+    long_line = "function f(a){return a}" * 400
+    write_tree(tmp_path, {"app.min.js": "x", "app.js.map": "{}", "bundle.js": long_line, "ok.js": "let a = 1;\n"})
+    kept, skipped = outcome(tmp_path)
+    assert skipped == {"app.min.js": SkipReason.MINIFIED, "app.js.map": SkipReason.MINIFIED}
+    assert read_source(tmp_path / "bundle.js", include_minified=False) is SkipReason.MINIFIED
+    assert read_source(tmp_path / "ok.js", include_minified=False) != SkipReason.MINIFIED
+    kept, skipped = outcome(tmp_path, ScanOptions(include_minified=True))
+    assert kept == {"app.min.js", "app.js.map", "bundle.js", "ok.js"}
+
+
+def test_a_utf16_file_with_a_bom_is_decoded_not_skipped_as_binary(tmp_path: Path) -> None:
+    text = "def greet():\n    return 'héllo'\n"
+    (tmp_path / "le.py").write_bytes(text.encode("utf-16"))  # BOM + little-endian
+    (tmp_path / "be.py").write_bytes(b"\xfe\xff" + text.encode("utf-16-be"))
+    for name in ("le.py", "be.py"):
+        source = read_source(tmp_path / name)
+        assert not isinstance(source, SkipReason)
+        assert source[1] == text

@@ -113,6 +113,8 @@ class Index:
         chunker: str | None = None,
         store: str | None = None,
         repo: str | None = None,
+        include_minified: bool | None = None,
+        gitignore: str | None = None,
     ) -> Self:
         """Open (or create) the index of `path`.
 
@@ -124,7 +126,10 @@ class Index:
         `refresh(rebuild=True)`); without `create`, a folder never indexed is a NotIndexedError.
         """
         root = resolve_root(path)
-        settings = (settings or Settings.load(root)).with_flags(model=model, chunker=chunker, store=store, repo=repo)
+        settings = (settings or Settings.load(root)).with_flags(
+            model=model, chunker=chunker, store=store, repo=repo, include_minified=include_minified, gitignore=gitignore
+        )
+        settings.scan_options  # noqa: B018 — an unknown gitignore mode is refused before anything is opened
         if settings.chunker not in CHUNKERS:
             raise QueryError(f"unknown chunker {settings.chunker!r}", f"use one of: {', '.join(CHUNKERS)}")
         opened = open_store(settings, root, Path(index_path) if index_path else None, rebuild, create)
@@ -193,13 +198,16 @@ class Index:
     def _refresh(self, store: Store, embedder: Embedder | None, progress: Progress | None) -> IndexReport:
         if embedder is not None and store.model() is None:
             store.bind_model(embedder.info)
-        report = indexer.refresh(self.root, store, progress, embedder, self.settings.chunker)
+        report = indexer.refresh(self.root, store, progress, embedder, self.settings.chunker, self.settings.scan_options)
         if report.files_kept == 0:
             skipped = ", ".join(f"{n} {reason}" for reason, n in report.skipped.most_common()) or "the folder is empty"
-            raise PathError(
-                f"nothing to index in {self.root} ({skipped})",
-                "point codewhere at a folder with source files, or check .gitignore and .codewhereignore",
-            )
+            hint = "point codewhere at a folder with source files, or check .gitignore, .ignore and .codewhereignore"
+            if report.ignored_by:
+                rule, count = report.ignored_by.most_common(1)[0]
+                hint = f"{count} of them excluded by {rule}; edit that file, or pass --gitignore never"
+            elif report.skipped.get("minified"):
+                hint = "pass --include-minified to index minified and generated files"
+            raise PathError(f"nothing to index in {self.root} ({skipped})", hint)
         return report
 
     def refresh_if_free(self, progress: Progress | None = None, vectors: bool = True) -> IndexReport | None:

@@ -28,6 +28,7 @@ from codewhere.errors import CodewhereError, QueryError
 from codewhere.eval_report import html_report
 from codewhere.evaluate import load_query_file, result_csv, result_json
 from codewhere.indexer import Progress as ProgressFn
+from codewhere.scan import GITIGNORE_MODES
 from codewhere.search.signals import SIGNALS
 from codewhere.store import STORES
 from codewhere.types import Mode
@@ -49,6 +50,11 @@ def _add_index_options(p: argparse.ArgumentParser, repo_filter: bool = False) ->
         p.add_argument("--repo", metavar="NAME",
                        help="the folder's repository name in a shared index (default: the folder's name)")
     p.add_argument("--chunker", choices=CHUNKERS, help="symbols (default, where a grammar exists) or lines")
+    p.add_argument("--include-minified", action="store_true", default=None,
+                   help="also index *.min.js, *.min.css, source maps and files whose lines average over 300 characters")
+    p.add_argument("--gitignore", choices=GITIGNORE_MODES,
+                   help="apply .gitignore files: auto (default: inside a git repository, as git and ripgrep do), "
+                        "always, or never; .ignore and .codewhereignore always apply")
     p.add_argument(
         "--model", metavar="NAME",
         help="embedding model: 'default', a model2vec folder or Hugging Face id (default: $CODEWHERE_MODEL, "
@@ -152,7 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _open(args: argparse.Namespace, rebuild: bool = False, path: str | None = None) -> Index:
     repo = args.repo if isinstance(args.repo, str) else None  # search's --repo filters instead
     index = Index.open(
-        path or args.path, args.index, rebuild=rebuild, model=args.model, chunker=args.chunker, store=args.store, repo=repo
+        path or args.path, args.index, rebuild=rebuild, model=args.model, chunker=args.chunker, store=args.store, repo=repo,
+        include_minified=args.include_minified, gitignore=args.gitignore,
     )
     if err_console.is_terminal:
         index.model_build_progress = _model_build_bar()

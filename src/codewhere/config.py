@@ -18,6 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 import platformdirs
 
 from codewhere.errors import CodewhereError
+from codewhere.scan import GITIGNORE_MODES, ScanOptions
 
 CONFIG_FILE = "codewhere.toml"
 
@@ -49,6 +50,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("cache_dir", "index", "cache_dir", "CODEWHERE_CACHE_DIR", Path),
     Option("lock_wait_seconds", "index", "lock_wait_seconds", "CODEWHERE_LOCK_WAIT", float),
     Option("chunker", "index", "chunker", "CODEWHERE_CHUNKER", str),
+    Option("include_minified", "index", "include_minified", "CODEWHERE_INCLUDE_MINIFIED", bool),
+    Option("gitignore", "index", "gitignore", "CODEWHERE_GITIGNORE", str),
     Option("store", "index", "store", "CODEWHERE_STORE", str),
     Option("dsn", "index", "dsn", "CODEWHERE_DSN", str),
     Option("repo", "index", "repo", "CODEWHERE_REPO", str),
@@ -69,8 +72,10 @@ class Settings:
     cache_dir: Path
     lock_wait_seconds: float = 30.0
     model: str | None = None  # None: the index's own model, else the built-in default
-    models_dir: Path | None = None  # where built models live; default: <cache_dir>/models
+    models_dir: Path | None = None  # where built models live; default: the user cache dir's models/
     chunker: str = "symbols"  # "symbols" (where a grammar exists) or "lines"
+    include_minified: bool = False  # index *.min.js, source maps and files of very long lines too
+    gitignore: str = "auto"  # apply .gitignore: "auto" (inside a git repository), "always", "never"
     store: str | None = None  # "sqlite" or "postgres"; None: postgres when a DSN is set, else sqlite
     dsn: str | None = None  # PostgreSQL connection string of a shared (team) index
     repo: str | None = None  # the repository's name in a shared index; default: the folder's name
@@ -85,7 +90,14 @@ class Settings:
 
     @property
     def model_cache(self) -> Path:
-        return self.models_dir or self.cache_dir / "models"
+        """Not under cache_dir: CODEWHERE_CACHE_DIR moves indexes, and the built model stays put."""
+        return self.models_dir or Path(platformdirs.user_cache_dir("codewhere")) / "models"
+
+    @property
+    def scan_options(self) -> ScanOptions:
+        if self.gitignore not in GITIGNORE_MODES:
+            raise ConfigError(f"index.gitignore is {self.gitignore!r}", f"use one of: {', '.join(GITIGNORE_MODES)}")
+        return ScanOptions(include_minified=self.include_minified, gitignore=self.gitignore)
 
     @property
     def store_kind(self) -> str:
@@ -140,6 +152,15 @@ def _convert(option: Option, raw: object, where: str) -> object:
     try:
         if option.kind is Path:
             return Path(str(raw)).expanduser()
+        if option.kind is bool:
+            if isinstance(raw, bool):
+                return raw
+            lowered = str(raw).strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off", ""):
+                return False
+            raise ValueError(raw)
         if option.kind is str:
             if not isinstance(raw, str):
                 raise TypeError

@@ -14,7 +14,7 @@ from codewhere.chunk import chunk_source, chunker_version
 from codewhere.embed import Embedder
 from codewhere.graph import refresh_resolution
 from codewhere.parse import ParseResult, parse
-from codewhere.scan import read_source, scan
+from codewhere.scan import ScanOptions, read_source, scan
 from codewhere.store import FileState, Store
 from codewhere.tokens import index_tokens, symbol_fts_row
 from codewhere.types import Chunk, FileRecord, Skip, SkipReason
@@ -42,6 +42,7 @@ class IndexReport:
     truncated_at: int | None = None  # that limit, in tokens
     bytes_read: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    ignored_by: Counter[str] = field(default_factory=Counter)  # ignore-file pattern → paths it excluded
     seconds: float = 0.0
 
     @property
@@ -95,6 +96,7 @@ def refresh(
     progress: Progress | None = None,
     embedder: Embedder | None = None,
     chunker: str = "symbols",
+    options: ScanOptions = ScanOptions(),
 ) -> IndexReport:
     """Bring the index of `root` up to date, vectors too when an embedder is given.
 
@@ -108,16 +110,24 @@ def refresh(
             store.clear_files()
             store.set_meta({"chunker_version": version, "chunker": chunker})
     known = store.file_states()
+    scan_key = f"minified={options.include_minified}"
+    if store.meta().get("scan_options") != scan_key:
+        # content rules changed: every file is read again (an unchanged hash is not re-chunked)
+        known = {path: FileState(state.size, -1, state.hash, None) for path, state in known.items() if not state.skip_reason}
+        with store.transaction():
+            store.set_meta({"scan_options": scan_key})
     seen: set[str] = set()
     batch = _Batch(store)
-    for n, item in enumerate(scan(root), start=1):
+    for n, item in enumerate(scan(root, options), start=1):
         if isinstance(item, Skip):
             report.skipped[item.reason.value] += 1
+            if item.detail:
+                report.ignored_by[item.detail] += 1
             continue
         seen.add(item.path)
         if progress:
             progress(n, item.path)
-        _visit(root, item, known.get(item.path), batch, report, chunker)
+        _visit(root, item, known.get(item.path), batch, report, chunker, options)
         if batch.full():
             batch.flush()
     removed = [path for path in known if path not in seen]
@@ -171,7 +181,8 @@ def fill_vectors(
 
 
 def _visit(
-    root: Path, record: FileRecord, known: FileState | None, batch: _Batch, report: IndexReport, chunker: str
+    root: Path, record: FileRecord, known: FileState | None, batch: _Batch, report: IndexReport, chunker: str,
+    options: ScanOptions,
 ) -> None:
     if known and known.size == record.size and known.mtime_ns == record.mtime_ns:
         if known.skip_reason:
@@ -180,7 +191,7 @@ def _visit(
             report.files_kept += 1
             report.files_unchanged += 1
         return
-    source = read_source(root / record.path)
+    source = read_source(root / record.path, options.include_minified)
     if isinstance(source, SkipReason):
         report.skipped[source.value] += 1
         batch.writes.append((record, source))

@@ -77,8 +77,12 @@ ASSET_EXTENSIONS = frozenset({
     ".webp", ".tif", ".tiff", ".mp3", ".mp4", ".wav", ".ogg", ".webm", ".mov", ".avi",
     ".woff", ".woff2", ".ttf", ".otf", ".eot", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z",
     ".tar", ".jar", ".whl", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".pyc", ".class",
-    ".wasm", ".map", ".sqlite", ".db", ".pkl", ".npy", ".npz", ".onnx", ".safetensors", ".bin",
+    ".wasm", ".sqlite", ".db", ".pkl", ".npy", ".npz", ".onnx", ".safetensors", ".bin",
 })
+
+# Minified bundles and source maps, by name (skipped unless index.include_minified); a file whose
+# lines average over 300 characters is caught by its content (scan.looks_minified).
+MINIFIED_SUFFIXES = (".min.js", ".min.mjs", ".min.cjs", ".min.css", ".js.map", ".css.map", ".map")
 
 # Folders never worth indexing: dependencies, build output, tool caches, VCS metadata.
 SKIPPED_DIRS = frozenset({

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import codecs
 import errno
+import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,47 +15,101 @@ import pathspec
 from codewhere.languages import (
     ASSET_EXTENSIONS,
     LOCKFILES,
+    MINIFIED_SUFFIXES,
     SKIPPED_DIRS,
     kind_of,
     language_of,
 )
 from codewhere.types import FileRecord, Skip, SkipReason
 
+log = logging.getLogger(__name__)
+
 MAX_FILE_BYTES = 1_000_000
 BINARY_PROBE_BYTES = 512
-IGNORE_FILES = (".gitignore", ".codewhereignore")
+# minified or generated: a file of at least this size whose lines average more than this
+MINIFIED_MIN_BYTES = 4096
+MINIFIED_MEAN_LINE = 300
+GIT_IGNORE_FILE = ".gitignore"
+# ripgrep's rule: .gitignore only inside a git repository; these apply everywhere
+ALWAYS_IGNORE_FILES = (".ignore", ".codewhereignore")
+IGNORE_FILES = (GIT_IGNORE_FILE, *ALWAYS_IGNORE_FILES)
 _IGNORE_NAMES = frozenset(IGNORE_FILES)
+GITIGNORE_MODES = ("auto", "always", "never")  # auto: inside a git repository only
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    max_bytes: int = MAX_FILE_BYTES
+    include_minified: bool = False
+    gitignore: str = "auto"
 
 
 @dataclass(frozen=True)
 class _Rules:
-    """Ignore specs of one folder, applied to paths relative to that folder."""
+    """Ignore specs of one folder, applied to paths relative to that folder; `origins` names the
+    file and line of each pattern, for "nothing to index" messages."""
 
     base: str  # folder relative to the root, "" for the root
     spec: pathspec.GitIgnoreSpec
+    origins: tuple[str, ...]
 
 
-def _load_rules(folder: Path, base: str, extra: tuple[Path, ...] = ()) -> _Rules | None:
+_warned: set[tuple[str, int]] = set()  # bad ignore lines already reported by this process
+
+
+def _valid_pattern(line: str) -> bool:
+    try:
+        pathspec.GitIgnoreSpec.from_lines([line])
+        return True
+    except (ValueError, TypeError):  # GitIgnorePatternError is a ValueError
+        return False
+
+
+def _load_rules(folder: Path, base: str, names: tuple[str, ...], extra: tuple[Path, ...] = ()) -> _Rules | None:
+    """The patterns of `names` in `folder` (and of `extra` files), in order. A line git would
+    reject (a lone `!`, as psf/black's test fixtures ship) is skipped with a warning, once."""
     lines: list[str] = []
-    for path in (*extra, *(folder / name for name in IGNORE_FILES)):
+    origins: list[str] = []
+    for path in (*extra, *(folder / name for name in names)):
         try:
-            lines.extend(path.read_text(encoding="utf-8", errors="replace").splitlines())
+            text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-    if not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            if not _valid_pattern(line):
+                if (str(path), number) not in _warned:
+                    _warned.add((str(path), number))
+                    log.warning("%s line %d: %r is not a valid ignore pattern; skipped it", path, number, line)
+                continue
+            lines.append(line)
+            origins.append(f"{path} line {number} `{line.strip()}`")
+    if not lines:
         return None
-    return _Rules(base, pathspec.GitIgnoreSpec.from_lines(lines))
+    spec = pathspec.GitIgnoreSpec.from_lines(lines)
+    return _Rules(base, spec, tuple(origins) if len(spec.patterns) == len(origins) else ())
 
 
-def _is_ignored(rules: list[_Rules], rel: str, is_dir: bool) -> bool:
-    """gitignore semantics: the deepest folder's last matching pattern decides."""
-    decision = False
+def _ignored_by(rules: list[_Rules], rel: str, is_dir: bool) -> str | None:
+    """gitignore semantics: the deepest folder's last matching pattern decides. The deciding
+    pattern's origin when the path is ignored, else None."""
+    decision: str | None = None
     for rule in rules:
         sub = rel[len(rule.base) + 1 :] if rule.base else rel
         result = rule.spec.check_file(sub + "/" if is_dir else sub)
         if result.include is not None:
-            decision = result.include
+            if not result.include:
+                decision = None
+            else:
+                at = result.index
+                decision = rule.origins[at] if rule.origins and at is not None and at < len(rule.origins) else "an ignore file"
     return decision
+
+
+def in_git_repository(folder: Path) -> bool:
+    """True when `folder` or a folder above it holds `.git` (a folder, or a worktree's file)."""
+    return any((parent / ".git").exists() for parent in (folder, *folder.parents))
 
 
 def _within(path: str, root: str) -> bool:
@@ -74,18 +130,22 @@ def _classify_symlink(entry: os.DirEntry[str], root: str, parent_real: str) -> S
     return SkipReason.SYMLINK_DUPLICATE
 
 
-def scan(root: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[FileRecord | Skip]:
+def scan(root: Path, options: ScanOptions = ScanOptions()) -> Iterator[FileRecord | Skip]:
     """Yield every file under `root` as a FileRecord to index or a Skip with its reason.
 
-    Decisions here use names and stat only; content checks (binary, unreadable) happen in
-    `read_source`, so an unchanged file is never opened on refresh.
+    Decisions here use names and stat only; content checks (binary, minified, unreadable)
+    happen in `read_source`, so an unchanged file is never opened on refresh. `.gitignore`
+    applies inside a git repository (or with options.gitignore "always"), `.ignore` and
+    `.codewhereignore` everywhere.
     """
     root_real = os.path.realpath(root)
-    top = _load_rules(Path(root_real), "", (Path(root_real, ".git", "info", "exclude"),))
-    # (folder, its path from the root, the rules of the folders above it)
-    stack: list[tuple[str, str, list[_Rules]]] = [(root_real, "", [top] if top else [])]
+    mode = options.gitignore
+    git = mode == "always" or (mode == "auto" and in_git_repository(Path(root_real)))
+    top = _load_rules(Path(root_real), "", _ignore_names(git), (Path(root_real, ".git", "info", "exclude"),) if git else ())
+    # (folder, its path from the root, the rules of the folders above it, whether .gitignore counts)
+    stack: list[tuple[str, str, list[_Rules], bool]] = [(root_real, "", [top] if top else [], git)]
     while stack:
-        folder, rel_folder, rules = stack.pop()
+        folder, rel_folder, rules, git = stack.pop()
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
@@ -93,10 +153,14 @@ def scan(root: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[FileRecord | S
             continue
         # a folder's own ignore files are read only when its listing holds one: trying to open
         # both in every folder was a quarter of a refresh's scan on Django (3,233 folders)
-        if rel_folder and not _IGNORE_NAMES.isdisjoint(e.name for e in entries):
-            own = _load_rules(Path(folder), rel_folder)
-            rules = [*rules, own] if own else rules
-        subfolders: list[tuple[str, str, list[_Rules]]] = []
+        if rel_folder:
+            names = {e.name for e in entries}
+            if mode == "auto" and not git and ".git" in names:
+                git = True  # a repository nested in a plain folder
+            if not _IGNORE_NAMES.isdisjoint(names):
+                own = _load_rules(Path(folder), rel_folder, _ignore_names(git))
+                rules = [*rules, own] if own else rules
+        subfolders: list[tuple[str, str, list[_Rules], bool]] = []
         for entry in entries:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             try:
@@ -105,12 +169,12 @@ def scan(root: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[FileRecord | S
                 elif entry.is_dir(follow_symlinks=False):
                     if entry.name in SKIPPED_DIRS:
                         yield Skip(rel + "/", SkipReason.BUILTIN_DIR)
-                    elif _is_ignored(rules, rel, is_dir=True):
-                        yield Skip(rel + "/", SkipReason.IGNORED)
+                    elif (why := _ignored_by(rules, rel, is_dir=True)) is not None:
+                        yield Skip(rel + "/", SkipReason.IGNORED, why)
                     else:
-                        subfolders.append((entry.path, rel, rules))
+                        subfolders.append((entry.path, rel, rules, git))
                 elif entry.is_file(follow_symlinks=False):
-                    yield _check_file(entry, rel, rules, max_bytes)
+                    yield _check_file(entry, rel, rules, options)
                 else:
                     yield Skip(rel, SkipReason.NOT_REGULAR)
             except OSError:
@@ -118,27 +182,50 @@ def scan(root: Path, max_bytes: int = MAX_FILE_BYTES) -> Iterator[FileRecord | S
         stack.extend(reversed(subfolders))
 
 
-def _check_file(entry: os.DirEntry[str], rel: str, rules: list[_Rules], max_bytes: int) -> FileRecord | Skip:
+def _ignore_names(git: bool) -> tuple[str, ...]:
+    return IGNORE_FILES if git else ALWAYS_IGNORE_FILES
+
+
+def _check_file(entry: os.DirEntry[str], rel: str, rules: list[_Rules], options: ScanOptions) -> FileRecord | Skip:
     if entry.name in LOCKFILES:
         return Skip(rel, SkipReason.LOCKFILE)
-    if _is_ignored(rules, rel, is_dir=False):
-        return Skip(rel, SkipReason.IGNORED)
-    if os.path.splitext(entry.name)[1].lower() in ASSET_EXTENSIONS:
+    if (why := _ignored_by(rules, rel, is_dir=False)) is not None:
+        return Skip(rel, SkipReason.IGNORED, why)
+    lowered = entry.name.lower()
+    if os.path.splitext(lowered)[1] in ASSET_EXTENSIONS:
         return Skip(rel, SkipReason.ASSET)
+    if not options.include_minified and lowered.endswith(MINIFIED_SUFFIXES):
+        return Skip(rel, SkipReason.MINIFIED)
     stat = entry.stat(follow_symlinks=False)
-    if stat.st_size > max_bytes:
+    if stat.st_size > options.max_bytes:
         return Skip(rel, SkipReason.TOO_LARGE)
     language = language_of(rel)
     return FileRecord(rel, kind_of(rel, language), language, stat.st_size, stat.st_mtime_ns)
 
 
-def read_source(path: Path) -> tuple[bytes, str] | SkipReason:
-    """The file's bytes and text, or why it can't be indexed. Invalid UTF-8 is replaced, not fatal."""
+def looks_minified(data: bytes) -> bool:
+    """Minified or generated text: long enough, and its lines average over MINIFIED_MEAN_LINE."""
+    return len(data) >= MINIFIED_MIN_BYTES and len(data) / (data.count(b"\n") + 1) > MINIFIED_MEAN_LINE
+
+
+_UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def read_source(path: Path, include_minified: bool = True) -> tuple[bytes, str] | SkipReason:
+    """The file's bytes and text, or why it can't be indexed. Invalid UTF-8 is replaced, not
+    fatal; a UTF-16 file with its byte-order mark is decoded (its NUL bytes are not binary)."""
     try:
         data = path.read_bytes()
     except OSError:
         return SkipReason.UNREADABLE
+    if data.startswith(_UTF16_BOMS):
+        text = data.decode("utf-16", errors="replace").removeprefix("\ufeff")
+        if "\0" in text[:BINARY_PROBE_BYTES]:
+            return SkipReason.BINARY
+        return data, text
     if b"\0" in data[:BINARY_PROBE_BYTES]:
         return SkipReason.BINARY
+    if not include_minified and looks_minified(data):
+        return SkipReason.MINIFIED
     text = data.decode("utf-8", errors="replace")
     return data, text.removeprefix("\ufeff")

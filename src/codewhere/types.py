@@ -26,6 +26,7 @@ class SkipReason(str, Enum):
     BROKEN_SYMLINK = "broken-symlink"
     UNREADABLE = "unreadable"
     NOT_REGULAR = "not-regular"  # fifo, socket, device
+    MINIFIED = "minified"  # *.min.js, *.min.css, source maps, lines averaging over 300 characters
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class FileRecord:
 class Skip:
     path: str
     reason: SkipReason
+    detail: str = ""  # for IGNORED: the ignore file, line and pattern that decided
 
 
 @dataclass(frozen=True)
