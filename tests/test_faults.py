@@ -151,3 +151,73 @@ def test_minified_files_are_skipped_by_default_and_counted(tmp_path: Path) -> No
     with Index.open(root, embedder=FakeEmbedder()) as index:
         report = index.refresh()
         assert report.skipped == {"minified": 2} and report.files_kept == 1
+
+
+# ---- 3. no MCP call wedges the server ---------------------------------------------------------
+
+
+def call_graph_tree(root: Path) -> Path:
+    """A 300-function call cycle and 2,500 callers of one hub, in files of 100 functions."""
+    files: dict[str, str | bytes] = {}
+    for part in range(3):
+        files[f"cycle/c{part}.py"] = "\n".join(
+            f"def step_{i}():\n    return step_{(i + 1) % 300}()\n" for i in range(part * 100, part * 100 + 100))
+    files["hub.py"] = "def hub():\n    return 1\n"
+    for part in range(25):
+        files[f"wide/w{part}.py"] = "\n".join(
+            f"def caller_{i}():\n    return hub()\n" for i in range(part * 100, part * 100 + 100))
+    return write_tree(root, files)
+
+
+def test_impact_with_a_huge_depth_ends_and_says_where_it_was_cut(tmp_path: Path) -> None:
+    root = call_graph_tree(tmp_path / "graph")
+    with Index.open(root, embedder=FakeEmbedder()) as index:
+        index.refresh(vectors=False)
+        started = time.perf_counter()
+        _, cycle = index.impact("step_0", depth=1_000_000)
+        assert time.perf_counter() - started < 5
+        assert len(cycle.items) == 50 and cycle.cut == "depth capped at 50"
+        _, small = index.impact("step_0", depth=3)
+        assert [i.symbol.name for i in small.items] == ["step_299", "step_298", "step_297"] and small.cut == ""
+        _, wide = index.impact("hub", depth=3)
+        assert len(wide.items) == 2_000 and "stopped at 2000 symbols" in wide.cut
+    result = run_cli("impact", "step_0", str(root), "--depth", "100000", "--json", timeout=60)
+    assert result.code == 0 and result.json()["cut"] == "depth capped at 50"
+
+
+def test_mcp_calls_at_once_all_answer_and_errors_carry_their_reason(tmp_path: Path) -> None:
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    root = call_graph_tree(tmp_path / "graph")
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codewhere", "mcp", str(root)], env=dict(os.environ))
+
+    async def main() -> None:
+        async with stdio_client(params) as streams, ClientSession(*streams) as session:
+            await session.initialize()
+            results: list[object] = []
+
+            async def one(tool: str, args: dict[str, object]) -> None:
+                results.append(await session.call_tool(tool, args))
+
+            with anyio.fail_after(240):
+                async with anyio.create_task_group() as group:
+                    for _ in range(3):
+                        group.start_soon(one, "impact", {"name": "step_0", "depth": 1_000_000})
+                        group.start_soon(one, "search", {"query": "hub"})
+                        group.start_soon(one, "outline", {"path": "hub.py"})
+                        group.start_soon(one, "callers", {"name": "hub"})
+            assert len(results) == 12 and not any(r.is_error for r in results), [r.content for r in results if r.is_error]
+            fuzzy = await session.call_tool("search", {"query": "hub", "mode": "fuzzy"})
+            assert fuzzy.is_error and "unknown mode 'fuzzy'" in fuzzy.content[0].text and "hybrid" in fuzzy.content[0].text
+            nul = await session.call_tool("outline", {"path": "hub\0.py"})
+            assert nul.is_error and "NUL byte" in nul.content[0].text
+            nul_query = await session.call_tool("search", {"query": "hub\0"})
+            assert nul_query.is_error and "NUL byte" in nul_query.content[0].text
+            callers = await session.call_tool("callers", {"name": "hub"})
+            assert not callers.is_error and "showing 500 of 2500" in callers.content[0].text
+            after = await session.call_tool("search", {"query": "step_7"})
+            assert not after.is_error
+
+    anyio.run(main)

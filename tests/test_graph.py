@@ -80,9 +80,10 @@ def test_python_symbol_details(tmp_path: Path, store_kind: str) -> None:
 def test_impact_walks_callers_and_subclasses_with_distance(tmp_path: Path, store_kind: str) -> None:
     with indexed(tmp_path, "python") as index:
         _, impacted = index.impact("square", depth=3)
+        impacted = impacted.items
         assert [(i.symbol.qualified_name, i.distance) for i in impacted] == [("area_of", 1), ("Square.area", 2)]
         _, by_shape = index.impact("Shape", depth=1)
-        assert [(i.symbol.qualified_name, i.via) for i in by_shape] == [("Square", "inherit")]
+        assert [(i.symbol.qualified_name, i.via) for i in by_shape.items] == [("Square", "inherit")]
 
 
 def test_ambiguous_names_list_candidates_and_path_line_selects(tmp_path: Path, store_kind: str) -> None:

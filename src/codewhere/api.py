@@ -257,6 +257,12 @@ class Index:
         repositories (default: all)."""
         if not query.strip():
             raise QueryError("the query is empty", 'give words or an identifier, e.g. codewhere search "parse headers"')
+        if "\0" in query:
+            raise QueryError("the query holds a NUL byte", "pass the query as text, without \\0")
+        try:
+            mode = Mode(mode)
+        except ValueError as exc:
+            raise QueryError(f"unknown mode {mode!r}", f"use one of: {', '.join(m.value for m in Mode)}") from exc
         if k < 1:
             raise QueryError(f"-k must be at least 1, got {k}", "pass -k 10 or leave it out")
         filters = self._filters(scopes, exclude_tests, exclude_docs, repos)
@@ -266,7 +272,6 @@ class Index:
             except ValueError as exc:
                 raise QueryError(f"unknown kind in {list(kinds)}", "use code, test, docs or config") from exc
             filters = replace(filters, exclude_kinds=tuple(k for k in FileKind if k not in wanted))
-        mode = Mode(mode)
         embedder = None if mode is Mode.KEYWORD else self.embedder()
         off = signal_set(disabled_signals)
         reranker = self.reranker() if rerank else None
@@ -351,7 +356,8 @@ class Index:
         symbol = self.symbol(spec)
         return symbol, graph.callees(self.store, symbol)
 
-    def impact(self, spec: str, depth: int = 3) -> tuple[SymbolRow, list[graph.Impacted]]:
+    def impact(self, spec: str, depth: int = 3) -> tuple[SymbolRow, graph.Impact]:
+        """Transitive callers and subclasses, nearest first; `Impact.cut` says when the answer was bounded."""
         symbol = self.symbol(spec)
         return symbol, graph.impact(self.store, symbol, depth)
 

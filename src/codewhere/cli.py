@@ -301,11 +301,15 @@ def _graph_index(args: argparse.Namespace, path: str | None = None) -> Index:
 def _cmd_graph(args: argparse.Namespace) -> int:
     with _graph_index(args) as index:
         if args.command == "impact":
-            symbol, impacted = index.impact(args.name, args.depth)
+            symbol, found = index.impact(args.name, args.depth)
+            impacted = found.items
             if args.json:
                 print(render.graph_json(symbol, "impact", [
-                    {**render.symbol_dict(i.symbol), "distance": i.distance, "via": i.via} for i in impacted]))
+                    {**render.symbol_dict(i.symbol), "distance": i.distance, "via": i.via} for i in impacted],
+                    cut=found.cut))
             else:
+                if found.cut:
+                    err_console.print(f"codewhere: impact {found.cut}", highlight=False, markup=False)
                 print(render.symbol_line(symbol))
                 for item in impacted:
                     print(f"  {item.distance}  {item.via:<7} {render.symbol_line(item.symbol)}")

@@ -37,3 +37,7 @@ class ModelError(CodewhereError):
 
 class QueryError(CodewhereError):
     """The query cannot be run as given."""
+
+
+class QueryInterrupted(QueryError):
+    """A running query was stopped: it ran past its time limit, or its caller went away."""

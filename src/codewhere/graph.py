@@ -141,16 +141,47 @@ class Impacted:
     via: str  # call or inherit
 
 
-def impact(store: Store, symbol: SymbolRow, depth: int = 3) -> list[Impacted]:
-    """Symbols that may break if `symbol` changes: transitive callers and subclasses, nearest first."""
+MAX_IMPACT_DEPTH = 50  # deeper asks are answered to this depth, and say so
+MAX_IMPACT_SYMBOLS = 2_000  # an answer stops growing here, and says so
+
+
+@dataclass(frozen=True)
+class Impact:
+    """The symbols that may break, nearest first; `cut` says why the walk stopped early, if it did."""
+
+    items: list[Impacted]
+    cut: str = ""
+
+
+def impact(store: Store, symbol: SymbolRow, depth: int = 3, limit: int = MAX_IMPACT_SYMBOLS) -> Impact:
+    """Symbols that may break if `symbol` changes: transitive callers and subclasses, nearest
+    first, each once (at its nearest distance). A level at a time: the walk ends when a level
+    finds nothing new, so a cycle or a huge depth costs no more than the graph holds."""
     if depth < 1:
         raise QueryError(f"--depth must be at least 1, got {depth}", "pass --depth 3")
-    nearest: dict[int, tuple[int, str]] = {}
-    for symbol_id, distance, via, _path, _line in store.impact_walk(symbol.id, depth):  # nearest first
-        if symbol_id != symbol.id and symbol_id not in nearest:
-            nearest[symbol_id] = (distance, via)
-    rows = store.symbols_by_id(list(nearest))
-    return [Impacted(rows[i], distance, via) for i, (distance, via) in nearest.items() if i in rows]
+    cut = ""
+    if depth > MAX_IMPACT_DEPTH:
+        depth, cut = MAX_IMPACT_DEPTH, f"depth capped at {MAX_IMPACT_DEPTH}"
+    nearest: dict[int, tuple[int, str]] = {symbol.id: (0, "")}
+    frontier = [symbol.id]
+    for distance in range(1, depth + 1):
+        found: list[int] = []
+        for source_id, via, _path, _line in store.edge_sources(frontier, ("call", "inherit")):
+            if source_id not in nearest:
+                nearest[source_id] = (distance, via)
+                found.append(source_id)
+        if len(nearest) - 1 >= limit:
+            cut = f"stopped at {limit} symbols (distance {distance}); ask about a narrower symbol or a smaller --depth"
+            break
+        if not found:
+            if cut.startswith("depth capped"):
+                cut = ""  # the walk ended by itself before the cap mattered
+            break
+        frontier = found
+    del nearest[symbol.id]
+    kept = list(nearest.items())[:limit]
+    rows = store.symbols_by_id([i for i, _ in kept])
+    return Impact([Impacted(rows[i], distance, via) for i, (distance, via) in kept if i in rows], cut)
 
 
 def symbol_search(store: Store, query: str, limit: int = 20) -> list[SymbolRow]:

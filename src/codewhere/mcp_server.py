@@ -11,19 +11,23 @@ import json
 import logging
 import re
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from codewhere.api import DEFAULT_K, Index
-from codewhere.errors import CodewhereError
+from codewhere.errors import CodewhereError, QueryError
 from codewhere.indexer import Progress
 from codewhere.types import Hit
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_MAX_TOKENS = 20_000  # under the common 25k-token tool-result cap
 CHARS_PER_TOKEN = 4
@@ -78,14 +82,20 @@ def _hit_dict(hit: Hit, lines: int, redact_secrets: bool) -> dict[str, Any]:
     }
 
 
+QUERY_SECONDS = 30.0  # a question (not the refresh before it) running longer is stopped
+BUSY_SECONDS = 60.0  # a call waits this long for the one before it, then says the server is busy
+
+
 class Workspace:
-    """The served roots, their open indexes, and the path rules."""
+    """The served roots, their open indexes, and the path rules. One call at a time uses the
+    indexes (an apsw connection is not shared by threads at once): the rest wait their turn."""
 
     def __init__(self, roots: list[Path], redact_secrets: bool = True, index_file: str | None = None) -> None:
         self.roots = [r.resolve() for r in roots]
         self.redact_secrets = redact_secrets
         self._indexes: dict[Path, Index] = {}
         self._index_file = index_file
+        self._turn = threading.Lock()
 
     def index_for(self, path: str | None = None, progress: Progress | None = None) -> tuple[Index, str | None]:
         """The index whose root holds `path` (refreshed), and `path` relative to that root."""
@@ -102,6 +112,8 @@ class Workspace:
 
     def confine(self, path: str) -> tuple[Path, str]:
         """Resolve `path` (relative to the first root, or absolute) and refuse anything outside the roots."""
+        if "\0" in path:
+            raise QueryError("the path holds a NUL byte", "pass the path as text, without \\0")
         candidate = Path(path)
         if not candidate.is_absolute():
             candidate = self.roots[0] / candidate
@@ -111,19 +123,59 @@ class Workspace:
                 return root, resolved.relative_to(root).as_posix() if resolved != root else ""
         raise CodewhereError(f"{path} is outside the served folders", "give a path inside " + ", ".join(map(str, self.roots)))
 
+    def call(self, work: Callable[[Progress | None], T], progress: Progress | None = None) -> T:
+        """Run one tool's work when no other call is using the indexes; a question that runs
+        past QUERY_SECONDS is interrupted. Every error comes back with its reason."""
+        if not self._turn.acquire(timeout=BUSY_SECONDS):
+            raise ToolError(f"codewhere is still busy with an earlier call after {BUSY_SECONDS:.0f} s — retry in a moment")
+        try:
+            return work(progress)
+        except CodewhereError as exc:
+            raise ToolError(str(exc)) from exc
+        except ToolError:
+            raise
+        except Exception as exc:  # a bug: say what it was, never a bare "error executing tool"
+            log.exception("tool call failed")
+            raise ToolError(f"internal error: {type(exc).__name__}: {exc} — please report it") from exc
+        finally:
+            self._turn.release()
+
+    @contextmanager
+    def deadline(self, index: Index, seconds: float = QUERY_SECONDS) -> Iterator[None]:
+        """Interrupt `index`'s running statement if the block takes longer than `seconds`."""
+        timer = threading.Timer(seconds, index.store.interrupt)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+
+    def interrupt(self) -> None:
+        """A call was cancelled: stop whatever statement it is running, so it lets go of its turn."""
+        for index in list(self._indexes.values()):
+            index.store.interrupt()
+
 
 PROGRESS_EVERY = 200  # files between progress notifications while a first index is built
 
 
 def build_server(workspace: Workspace) -> MCPServer:
-    async def with_progress(ctx: Context, work):  # noqa: ANN001, ANN202
-        """Run blocking work in a thread; indexing progress goes to the client as MCP progress
-        notifications, so a large first index does not look like a hung call."""
-        def notify(count: int, current: str) -> None:
-            if count % PROGRESS_EVERY == 0:
-                anyio.from_thread.run(ctx.report_progress, count, None, f"indexing {current}")
+    async def call(ctx: Context | None, work: Callable[[Progress | None], T]) -> T:
+        """Run blocking work in a worker thread; indexing progress goes to the client as MCP
+        progress notifications, so a large first index does not look like a hung call. A
+        cancelled call stops its statement and gives up its turn."""
+        notify: Progress | None = None
+        if ctx is not None:
+            def notify(count: int, current: str) -> None:
+                if count % PROGRESS_EVERY == 0:
+                    anyio.from_thread.run(ctx.report_progress, count, None, f"indexing {current}")
 
-        return await anyio.to_thread.run_sync(lambda: run(work, notify))
+        try:
+            return await anyio.to_thread.run_sync(workspace.call, work, notify, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            workspace.interrupt()
+            raise
 
     server = MCPServer(
         "codewhere",
@@ -135,12 +187,6 @@ def build_server(workspace: Workspace) -> MCPServer:
         ),
     )
 
-    def run(fn, *args, **kwargs):  # noqa: ANN001, ANN202 — map user mistakes to tool errors
-        try:
-            return fn(*args, **kwargs)
-        except CodewhereError as exc:
-            raise ToolError(str(exc)) from exc
-
     @server.tool()
     async def search(query: str, ctx: Context, path: str | None = None, k: int = DEFAULT_K, mode: str = "hybrid",
                      scope: list[str] | None = None, kinds: list[str] | None = None,
@@ -150,89 +196,110 @@ def build_server(workspace: Workspace) -> MCPServer:
         snippets, best first. `path` picks a served folder; `scope` limits to sub-folders;
         `kinds` keeps only these file kinds (code, test, docs, config; default: all);
         `mode` is hybrid (default), keyword or semantic."""
-        def go(progress: Progress) -> dict[str, Any]:
+        def go(progress: Progress | None) -> dict[str, Any]:
             index, rel = workspace.index_for(path, progress)
             scopes = list(scope or []) + ([rel] if rel else [])
-            hits = index.search(query, k=k, mode=mode, scopes=scopes, kinds=kinds)
+            with workspace.deadline(index):
+                hits = index.search(query, k=k, mode=mode, scopes=scopes, kinds=kinds)
             return {"query": query, **size_hits(hits, max_tokens, workspace.redact_secrets)}
-        return await with_progress(ctx, go)
+        return await call(ctx, go)
 
     @server.tool()
-    def find_related(path: str, line: int, k: int = DEFAULT_K) -> dict[str, Any]:
+    async def find_related(path: str, line: int, k: int = DEFAULT_K) -> dict[str, Any]:
         """Code similar to the chunk at path:line (other implementations of the same idea)."""
-        def go() -> dict[str, Any]:
+        def go(progress: Progress | None) -> dict[str, Any]:
             index, rel = workspace.index_for(path)
-            hits = index.related(rel or "", line, k)
+            with workspace.deadline(index):
+                hits = index.related(rel or "", line, k)
             return size_hits(hits, DEFAULT_MAX_TOKENS, workspace.redact_secrets)
-        return run(go)
+        return await call(None, go)
 
     @server.tool()
-    def outline(path: str) -> dict[str, Any]:
+    async def outline(path: str) -> dict[str, Any]:
         """The symbols of one file (functions, classes, methods) with kinds and line spans, nested by parent."""
-        def go() -> dict[str, Any]:
+        def go(progress: Progress | None) -> dict[str, Any]:
             index, rel = workspace.index_for(path)
-            return {"path": rel, "symbols": [_symbol(s) for s in index.outline(rel or "")]}
-        return run(go)
+            with workspace.deadline(index):
+                return {"path": rel, "symbols": [_symbol(s) for s in index.outline(rel or "")]}
+        return await call(None, go)
 
     @server.tool()
-    def symbols(query: str, path: str | None = None, k: int = 20) -> dict[str, Any]:
+    async def symbols(query: str, path: str | None = None, k: int = 20) -> dict[str, Any]:
         """Find definitions by name or part of a name (exact name first, then all words, then any)."""
-        return run(lambda: {"symbols": [_symbol(s) for s in workspace.index_for(path)[0].symbols(query, k)]})
-
-    def graph_tool(kind: str, name: str, path: str | None) -> dict[str, Any]:
-        index, _ = workspace.index_for(path)
-        symbol, refs = getattr(index, kind)(name)
-        return {"symbol": _symbol(symbol), kind: [
-            {"kind": r.kind, "location": f"{r.path}:{r.line}", "resolution": r.resolution,
-             "from": r.source.qualified_name if r.source else None,
-             "to": r.target.qualified_name if r.target else r.target_name}
-            for r in refs]}
-
-    @server.tool()
-    def refs(name: str, path: str | None = None) -> dict[str, Any]:
-        """Every call, import and inheritance that refers to a symbol (name, Owner.name or path:line)."""
-        return run(graph_tool, "refs", name, path)
-
-    @server.tool()
-    def callers(name: str, path: str | None = None) -> dict[str, Any]:
-        """Who calls this function or method (name, Owner.name or path:line)."""
-        return run(graph_tool, "callers", name, path)
-
-    @server.tool()
-    def callees(name: str, path: str | None = None) -> dict[str, Any]:
-        """What this function or method calls, resolved where the name is unambiguous."""
-        return run(graph_tool, "callees", name, path)
-
-    @server.tool()
-    def impact(name: str, depth: int = 3, path: str | None = None) -> dict[str, Any]:
-        """What may break if this symbol changes: transitive callers and subclasses, with distance."""
-        def go() -> dict[str, Any]:
+        def go(progress: Progress | None) -> dict[str, Any]:
             index, _ = workspace.index_for(path)
-            symbol, impacted = index.impact(name, depth)
-            return {"symbol": _symbol(symbol),
-                    "impact": [{**_symbol(i.symbol), "distance": i.distance, "via": i.via} for i in impacted]}
-        return run(go)
+            with workspace.deadline(index):
+                return {"symbols": [_symbol(s) for s in index.symbols(query, k)]}
+        return await call(None, go)
+
+    def graph_tool(kind: str, name: str, path: str | None) -> Callable[[Progress | None], dict[str, Any]]:
+        def go(progress: Progress | None) -> dict[str, Any]:
+            index, _ = workspace.index_for(path)
+            with workspace.deadline(index):
+                symbol, refs = getattr(index, kind)(name)
+            shown = refs[:MAX_REFERENCES]
+            answer: dict[str, Any] = {"symbol": _symbol(symbol), kind: [
+                {"kind": r.kind, "location": f"{r.path}:{r.line}", "resolution": r.resolution,
+                 "from": r.source.qualified_name if r.source else None,
+                 "to": r.target.qualified_name if r.target else r.target_name}
+                for r in shown]}
+            if len(refs) > len(shown):
+                answer["cut"] = f"showing {len(shown)} of {len(refs)}; use the CLI for the whole list"
+            return answer
+        return go
 
     @server.tool()
-    def index_status(path: str | None = None) -> dict[str, Any]:
+    async def refs(name: str, path: str | None = None) -> dict[str, Any]:
+        """Every call, import and inheritance that refers to a symbol (name, Owner.name or path:line)."""
+        return await call(None, graph_tool("refs", name, path))
+
+    @server.tool()
+    async def callers(name: str, path: str | None = None) -> dict[str, Any]:
+        """Who calls this function or method (name, Owner.name or path:line)."""
+        return await call(None, graph_tool("callers", name, path))
+
+    @server.tool()
+    async def callees(name: str, path: str | None = None) -> dict[str, Any]:
+        """What this function or method calls, resolved where the name is unambiguous."""
+        return await call(None, graph_tool("callees", name, path))
+
+    @server.tool()
+    async def impact(name: str, depth: int = 3, path: str | None = None) -> dict[str, Any]:
+        """What may break if this symbol changes: transitive callers and subclasses, with distance.
+        Deep or wide answers are bounded; `cut` then says where the walk stopped."""
+        def go(progress: Progress | None) -> dict[str, Any]:
+            index, _ = workspace.index_for(path)
+            with workspace.deadline(index):
+                symbol, found = index.impact(name, depth)
+            shown = found.items[:MAX_REFERENCES]
+            cut = found.cut or (f"showing the nearest {len(shown)} of {len(found.items)}" if len(found.items) > len(shown) else "")
+            return {"symbol": _symbol(symbol), "cut": cut,
+                    "impact": [{**_symbol(i.symbol), "distance": i.distance, "via": i.via} for i in shown]}
+        return await call(None, go)
+
+    @server.tool()
+    async def index_status(path: str | None = None) -> dict[str, Any]:
         """Files, chunks, languages and model of the index of a served folder."""
-        def go() -> dict[str, Any]:
+        def go(progress: Progress | None) -> dict[str, Any]:
             index, _ = workspace.index_for(path)
             stats = index.status()
             return {"root": str(index.root), "files": stats.files, "chunks": stats.chunks,
                     "languages": stats.languages, "model": stats.meta.get("model_id")}
-        return run(go)
+        return await call(None, go)
 
     @server.tool()
     async def refresh(ctx: Context, path: str | None = None) -> dict[str, Any]:
         """Bring the index up to date now (searches also do this by themselves)."""
-        def go(progress: Progress) -> dict[str, Any]:
+        def go(progress: Progress | None) -> dict[str, Any]:
             index, _ = workspace.index_for(path, progress)
             report = index.refresh(progress)
             return {"added": report.files_added, "changed": report.files_changed, "removed": report.files_removed}
-        return await with_progress(ctx, go)
+        return await call(ctx, go)
 
     return server
+
+
+MAX_REFERENCES = 500  # graph answers list at most this many, nearest or first, and say so
 
 
 def _symbol(s) -> dict[str, Any]:  # noqa: ANN001

@@ -187,5 +187,7 @@ def reference_line(r: Reference, outgoing: bool = False) -> str:
     return f"{r.path}:{r.line}  {r.kind} from {who}  [{r.resolution}]"
 
 
-def graph_json(symbol: SymbolRow, key: str, items: list[dict[str, object]]) -> str:
-    return json.dumps({"symbol": symbol_dict(symbol), key: items}, ensure_ascii=False)
+def graph_json(symbol: SymbolRow, key: str, items: list[dict[str, object]], cut: str | None = None) -> str:
+    """`cut` (impact only) says why the answer stopped early, "" when it is complete."""
+    extra = {} if cut is None else {"cut": cut}
+    return json.dumps({"symbol": symbol_dict(symbol), key: items, **extra}, ensure_ascii=False)

@@ -63,20 +63,12 @@ def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def impact_sql(symbol: str, depth: str) -> str:
-    """Walks call and inherit edges backwards from a symbol, up to `depth` edges; the caller keeps
-    each symbol's nearest distance. `symbol` and `depth` are each store's placeholders."""
-    return f"""
-WITH RECURSIVE walk(id, distance, via, path, line) AS (
-    SELECT e.source_id, 1, e.kind, f.path, e.line FROM edges e JOIN files f ON f.id = e.file_id
-    WHERE e.target_id = {symbol} AND e.kind IN ('call', 'inherit') AND e.source_id IS NOT NULL
-    UNION
-    SELECT e.source_id, w.distance + 1, e.kind, f.path, e.line
-    FROM walk w JOIN edges e ON e.target_id = w.id JOIN files f ON f.id = e.file_id
-    WHERE w.distance < {depth} AND e.kind IN ('call', 'inherit') AND e.source_id IS NOT NULL
-)
-SELECT id, distance, via, path, line FROM walk ORDER BY distance, path, line
-"""
+def edge_sources_sql(targets: str, kinds: str) -> str:
+    """(source id, edge kind, path, line) of the call and inherit edges into a set of symbols:
+    one level of an impact walk. `targets` and `kinds` are each store's list placeholders."""
+    return f"""SELECT e.source_id, e.kind, f.path, e.line FROM edges e JOIN files f ON f.id = e.file_id
+               WHERE e.target_id IN ({targets}) AND e.kind IN ({kinds}) AND e.source_id IS NOT NULL
+               ORDER BY f.path, e.line"""
 
 
 FILE_KINDS: dict[str, FileKind] = {kind.value: kind for kind in FileKind}  # faster than FileKind(value) per row
@@ -188,7 +180,8 @@ class Store(Protocol):
     def edges_to(self, symbol_ids: Sequence[int], kinds: Sequence[str]) -> list[EdgeHit]: ...
     def unresolved_edges_named(self, name: str, kinds: Sequence[str]) -> list[EdgeHit]: ...
     def edges_from(self, symbol_id: int, kinds: Sequence[str]) -> list[EdgeHit]: ...
-    def impact_walk(self, symbol_id: int, depth: int) -> list[tuple[int, int, str, str, int]]: ...
+    def edge_sources(self, target_ids: Sequence[int], kinds: Sequence[str]) -> list[tuple[int, str, str, int]]: ...
+    def interrupt(self) -> None: ...  # from another thread: the running statement stops with QueryInterrupted
     def graph_stats(self) -> dict[str, object]: ...
 
     # ---- reading for search --------------------------------------------------------------

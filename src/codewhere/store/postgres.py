@@ -26,7 +26,7 @@ import psycopg
 from psycopg import sql
 
 from codewhere.config import redact_dsn
-from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError
+from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError, QueryInterrupted
 from codewhere.store.base import (
     DEFINITION_SEPARATOR,
     FILE_KINDS,
@@ -35,7 +35,7 @@ from codewhere.store.base import (
     FileState,
     StoreStats,
     definition_rows,
-    impact_sql,
+    edge_sources_sql,
     like_escape,
     smallest_chunk_by_line,
     spelled_keys,
@@ -154,7 +154,7 @@ MIGRATIONS: tuple[str, ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
-_IMPACT_SQL = impact_sql(symbol="%(id)s", depth="%(depth)s")
+_EDGE_SOURCES_SQL = edge_sources_sql("SELECT unnest(%(targets)s::bigint[])", "SELECT unnest(%(kinds)s::text[])")
 
 _SYMBOL_COLUMNS = """s.id, f.path, s.name, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature,
                      s.doc, s.parent, f.language"""
@@ -187,6 +187,9 @@ def _lost_connection_is_one_line(cls: type) -> type:
         def guarded(self: PostgresStore, *args: object, **kwargs: object) -> object:
             try:
                 return method(self, *args, **kwargs)
+            except psycopg.errors.QueryCanceled as exc:
+                raise QueryInterrupted("the call was stopped before it finished (time limit, or cancelled)",
+                                       "ask for less: a smaller --depth, a narrower --scope, or a more specific name") from exc
             except psycopg.OperationalError as exc:
                 raise IndexFileError(
                     f"lost the connection to PostgreSQL at {redact_dsn(self.dsn)}: {first_line(exc)}",
@@ -633,8 +636,13 @@ class PostgresStore:
     def edges_from(self, symbol_id: int, kinds: Sequence[str]) -> list[EdgeHit]:
         return self._edge_hits("e.source_id = %s AND e.kind = ANY(%s) ORDER BY e.line", (symbol_id, list(kinds)))
 
-    def impact_walk(self, symbol_id: int, depth: int) -> list[tuple[int, int, str, str, int]]:
-        return [tuple(r) for r in self._db.execute(_IMPACT_SQL, {"id": symbol_id, "depth": depth})]  # type: ignore[misc]
+    def edge_sources(self, target_ids: Sequence[int], kinds: Sequence[str]) -> list[tuple[int, str, str, int]]:
+        rows = self._db.execute(_EDGE_SOURCES_SQL, {"targets": list(target_ids), "kinds": list(kinds)})
+        return [(int(r[0]), r[1], r[2], int(r[3])) for r in rows]
+
+    def interrupt(self) -> None:
+        """Stop the statement running in another thread (it raises QueryInterrupted there)."""
+        self._db.cancel_safe()
 
     def graph_stats(self) -> dict[str, object]:
         rid = self._repo_id

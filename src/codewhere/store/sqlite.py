@@ -6,10 +6,12 @@ leaves the last committed state; WAL lets searches read while an indexer writes.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,17 +21,17 @@ import apsw
 import numpy as np
 import sqlite_vec
 
-from codewhere.errors import IndexFileError, ModelError, QueryError
+from codewhere.errors import CodewhereError, IndexFileError, ModelError, QueryError, QueryInterrupted
 from codewhere.locks import index_writer_lock
 from codewhere.store.base import (
     DEFINITION_SEPARATOR,
+    edge_sources_sql,
     FILE_KINDS,
     CandidateRow,
     ChunkAt,
     FileState,
     StoreStats,
     definition_rows,
-    impact_sql,
     like_escape,
     smallest_chunk_by_line,
     spelled_keys,
@@ -145,6 +147,43 @@ CREATE INDEX edges_chunk ON edges(chunk_id);
 _SEP = f"char({ord(DEFINITION_SEPARATOR)})"
 
 
+def _mapped(path: Path, exc: apsw.Error) -> CodewhereError | None:
+    """apsw's errors that a user or the machine causes, as the one-line errors they are."""
+    if isinstance(exc, apsw.InterruptError):
+        return QueryInterrupted("the call was stopped before it finished (time limit, or cancelled)",
+                                "ask for less: a smaller --depth, a narrower --scope, or a more specific name")
+    if isinstance(exc, (apsw.FullError, apsw.ReadOnlyError, apsw.IOError, apsw.CantOpenError)):
+        return _write_error(path, exc)
+    if isinstance(exc, apsw.CorruptError):
+        return IndexFileError(f"the index {path} is corrupt", "run `codewhere index --rebuild`")
+    return None
+
+
+def _apsw_errors_mapped(cls: type) -> type:
+    """Every public method turns the apsw errors above into CodewhereErrors: a full disk, a
+    read-only file or an interrupted query is one line for the user, never a traceback."""
+
+    def guard(method: Callable[..., object]) -> Callable[..., object]:
+        @functools.wraps(method)
+        def guarded(self: SqliteStore, *args: object, **kwargs: object) -> object:
+            try:
+                return method(self, *args, **kwargs)
+            except apsw.Error as exc:
+                mapped = _mapped(self.path, exc)
+                if mapped is None:
+                    raise
+                raise mapped from exc
+
+        return guarded
+
+    for name, member in list(vars(cls).items()):
+        if inspect.isfunction(member) and not name.startswith("_") and not inspect.isgeneratorfunction(
+            getattr(member, "__wrapped__", member)
+        ):
+            setattr(cls, name, guard(member))
+    return cls
+
+
 def _write_error(path: Path, exc: BaseException) -> IndexFileError:
     """What a failed write to the index file means for the user, and what fixes it."""
     if isinstance(exc, apsw.FullError) or "disk is full" in str(exc) or "No space" in str(exc):
@@ -182,7 +221,6 @@ def _filter_sql(filters: Filters, file_alias: str = "f", repo: str = "") -> tupl
     return "".join(f" AND {c}" for c in clauses), params
 
 
-_IMPACT_SQL = impact_sql(symbol="?1", depth="?2")
 
 _CANDIDATE_SQL = f"""SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, c.mentions,
                             (SELECT group_concat(d.name || {_SEP} || d.spelled, {_SEP}) FROM definitions d
@@ -231,6 +269,7 @@ class WarmChunks:
         self.text_bytes += len(row.text)
 
 
+@_apsw_errors_mapped
 class SqliteStore:
     """One folder's index in one SQLite file (the embedded default)."""
 
@@ -404,13 +443,26 @@ class SqliteStore:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except apsw.Error as exc:
+            raise (_mapped(self.path, exc) or exc) from exc
         try:
             yield
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if not self._db.getautocommit():  # SQLite may already have rolled back (a full disk)
+                self._db.execute("ROLLBACK")
             raise
-        self._db.execute("COMMIT")
+        try:
+            self._db.execute("COMMIT")
+        except apsw.Error as exc:
+            if not self._db.getautocommit():
+                self._db.execute("ROLLBACK")
+            raise (_mapped(self.path, exc) or exc) from exc
+
+    def interrupt(self) -> None:
+        """Stop the statement running in another thread (it raises QueryInterrupted there)."""
+        self._db.interrupt()
 
     # ---- meta ----------------------------------------------------------------------------
 
@@ -688,10 +740,14 @@ class SqliteStore:
                   WHERE e.source_id = ? AND e.kind IN ({','.join('?' * len(kinds))}) ORDER BY e.line"""
         return [EdgeHit(*r) for r in self._db.execute(sql, (symbol_id, *kinds))]
 
-    def impact_walk(self, symbol_id: int, depth: int) -> list[tuple[int, int, str, str, int]]:
-        """(caller or subclass id, distance, edge kind, path, line) of every call and inherit
-        chain into the symbol, up to `depth` edges long."""
-        return self._db.execute(_IMPACT_SQL, (symbol_id, depth)).fetchall()
+    def edge_sources(self, target_ids: Sequence[int], kinds: Sequence[str]) -> list[tuple[int, str, str, int]]:
+        """(source id, kind, path, line) of each `kinds` edge into the symbols, by path and line."""
+        out: list[tuple[int, str, str, int]] = []
+        for at in range(0, len(target_ids), 500):
+            part = target_ids[at : at + 500]
+            sql = edge_sources_sql(",".join("?" * len(part)), ",".join("?" * len(kinds)))
+            out += self._db.execute(sql, (*part, *kinds)).fetchall()
+        return out if len(target_ids) <= 500 else sorted(out, key=lambda r: (r[2], r[3]))
 
     def graph_stats(self) -> dict[str, object]:
         by_resolution = dict(self._db.execute("SELECT kind || ':' || resolution, count(*) FROM edges GROUP BY 1"))
