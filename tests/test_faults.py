@@ -221,3 +221,65 @@ def test_mcp_calls_at_once_all_answer_and_errors_carry_their_reason(tmp_path: Pa
             assert not after.is_error
 
     anyio.run(main)
+
+
+# ---- 4. an index that cannot be written still answers ------------------------------------------
+
+
+@pytest.fixture
+def immutable():  # noqa: ANN201
+    """chattr +i on paths (root ignores chmod), undone after the test."""
+    made: list[Path] = []
+
+    def make(path: Path) -> None:
+        if subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode != 0:
+            pytest.skip("chattr +i is not supported on this file system")
+        made.append(path)
+
+    yield make
+    for path in made:
+        subprocess.run(["chattr", "-i", str(path)], capture_output=True)
+
+
+@pytest.mark.parametrize("what", ["file", "shm", "folder"])
+def test_search_answers_from_an_index_it_cannot_write(sample_repo: Path, cli, immutable, what: str) -> None:  # noqa: ANN001
+    assert cli("index", str(sample_repo)).code == 0
+    path = index_file(sample_repo)
+    assert cli("search", "charge_credit_card", str(sample_repo), "-k", "1").code == 0  # leaves -shm beside it
+    (sample_repo / "src/shop/new.py").write_text("def brand_new():\n    return 1\n")
+    target = {"file": path, "shm": Path(f"{path}-shm"), "folder": path.parent}[what]
+    if what == "shm" and not target.exists():
+        target.write_bytes(b"")
+    immutable(target)
+    result = cli("search", "charge_credit_card", str(sample_repo), "-k", "1", "--json")
+    assert result.code == 0, result.err
+    assert result.json()["hits"][0]["path"] == "src/shop/payment.py"
+    assert "internal error" not in result.err and "Traceback" not in result.err
+    if "could not refresh" in result.err:
+        assert result.err.count("could not refresh") == 1 and "chattr -i" in result.err
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):  # noqa: ANN201
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mount)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    yield mount
+    subprocess.run(["umount", "-l", str(mount)], capture_output=True)
+
+
+def test_a_full_disk_while_indexing_is_one_line_and_keeps_the_last_index(tmp_path: Path, small_disk: Path) -> None:
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    model = make_tiny_model2vec(tmp_path / "tiny")
+    index = small_disk / "repo.sqlite"
+    first = run_cli("index", str(root), "--index", str(index), "--model", str(model), "--json")
+    assert first.code == 0, first.err
+    many_files(root / "more", 400)
+    full = run_cli("index", str(root), "--index", str(index), "--model", str(model))
+    assert full.code == 2 and full.err.count("\n") == 1, full.err
+    assert "disk is full" in full.err and "free some space" in full.err
+    status = run_cli("status", str(root), "--index", str(index), "--json")
+    assert status.code == 0 and status.json()["files"] == len(SAMPLE_REPO)
+    hit = run_cli("search", "charge_credit_card", str(root), "--index", str(index), "--model", str(model), "--json")
+    assert hit.code == 0 and hit.json()["hits"][0]["path"] == "src/shop/payment.py"

@@ -16,6 +16,7 @@ from codewhere.embed import Embedder, cross_encoder
 from codewhere.embed.registry import DEFAULT_MODEL, BuildProgress, load_embedder
 from codewhere.errors import (
     IndexBusyError,
+    IndexNotWritableError,
     ModelError,
     PathError,
     QueryError,
@@ -28,6 +29,7 @@ from codewhere.store import Store, StoreStats, open_store
 from codewhere.types import FileKind, Filters, Hit, Mode, SymbolRow
 
 log = logging.getLogger(__name__)
+_said: set[str] = set()  # warnings a long-lived process gives once
 
 DEFAULT_K = 10
 # eval columns: the three retrieval modes, plain fusion without signals ("fusion"), and hybrid
@@ -211,12 +213,17 @@ class Index:
         return report
 
     def refresh_if_free(self, progress: Progress | None = None, vectors: bool = True) -> IndexReport | None:
-        """Refresh unless another process is indexing right now; then search what is committed."""
+        """Refresh unless another process is indexing right now, or the index cannot be written
+        (read-only, full disk): then search what is committed, and say why once per process."""
         try:
             return self.refresh(progress, wait_seconds=0.0, vectors=vectors)
         except IndexBusyError:
             log.warning("another codewhere process is indexing %s; searching the index as it stands", self.root)
-            return None
+        except IndexNotWritableError as exc:
+            if str(exc) not in _said:
+                _said.add(str(exc))
+                log.warning("could not refresh the index, searching it as last committed: %s", exc)
+        return None
 
     # ---- searching -----------------------------------------------------------------------
 

@@ -23,6 +23,10 @@ class IndexFileError(CodewhereError):
     """The index file is corrupt, foreign, locked or built differently."""
 
 
+class IndexNotWritableError(IndexFileError):
+    """The index cannot be written (read-only file or folder, full disk); it can still be read."""
+
+
 class NotIndexedError(IndexFileError):
     """The folder has no index yet, and the command does not create one."""
 

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from codewhere.errors import IndexBusyError
+from codewhere.errors import IndexBusyError, IndexNotWritableError
 
 
 class FileLock:
@@ -19,8 +19,14 @@ class FileLock:
 
     def acquire(self) -> bool:
         """Wait up to `wait_seconds`; False if another process still holds the lock."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise IndexNotWritableError(
+                f"cannot create the lock file {self.path} ({exc.strerror})",
+                "make its folder writable, or pass --index FILE in a folder you can write",
+            ) from exc
         deadline = time.monotonic() + self.wait_seconds
         while True:
             try:

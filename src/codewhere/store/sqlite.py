@@ -21,7 +21,14 @@ import apsw
 import numpy as np
 import sqlite_vec
 
-from codewhere.errors import CodewhereError, IndexFileError, ModelError, QueryError, QueryInterrupted
+from codewhere.errors import (
+    CodewhereError,
+    IndexFileError,
+    IndexNotWritableError,
+    ModelError,
+    QueryError,
+    QueryInterrupted,
+)
 from codewhere.locks import index_writer_lock
 from codewhere.store.base import (
     DEFINITION_SEPARATOR,
@@ -184,13 +191,14 @@ def _apsw_errors_mapped(cls: type) -> type:
     return cls
 
 
-def _write_error(path: Path, exc: BaseException) -> IndexFileError:
+def _write_error(path: Path, exc: BaseException) -> IndexNotWritableError:
     """What a failed write to the index file means for the user, and what fixes it."""
     if isinstance(exc, apsw.FullError) or "disk is full" in str(exc) or "No space" in str(exc):
-        return IndexFileError(f"the disk is full while writing the index {path}",
-                              "free some space and run again; the index keeps its last committed state")
-    return IndexFileError(f"the index {path} cannot be written ({exc})",
-                          "make the file and its folder writable (chmod, chattr -i), or pass --index FILE")
+        return IndexNotWritableError(f"the disk is full while writing the index {path}",
+                                     "free some space and run again; the index keeps its last committed state")
+    return IndexNotWritableError(f"the index {path} cannot be written ({exc})",
+                                 "make the file, its -wal and -shm files and its folder writable (chmod, chattr -i), "
+                                 "or pass --index FILE")
 
 
 def fts5_expression(query: TermQuery) -> str:
@@ -341,6 +349,13 @@ class SqliteStore:
             ) from exc
         except apsw.CorruptError as exc:
             raise IndexFileError(f"the index {path} is corrupt", "run `codewhere index --rebuild`") from exc
+        except (apsw.CantOpenError, apsw.ReadOnlyError) as exc:
+            if not path.is_file():
+                raise IndexFileError(f"cannot create the index {path}: {exc}",
+                                     "make its folder writable, or pass --index FILE") from exc
+            db = SqliteStore._connect_read_only(path)  # a folder we may not write: no -shm can be made
+            app_id = db.execute("PRAGMA application_id").fetchone()[0]
+            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         except apsw.Error as exc:
             raise IndexFileError(f"cannot open the index {path}: {exc}", "check its permissions, or pass --index FILE") from exc
         if tables and app_id != APPLICATION_ID:
