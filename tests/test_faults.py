@@ -283,3 +283,100 @@ def test_a_full_disk_while_indexing_is_one_line_and_keeps_the_last_index(tmp_pat
     assert status.code == 0 and status.json()["files"] == len(SAMPLE_REPO)
     hit = run_cli("search", "charge_credit_card", str(root), "--index", str(index), "--model", str(model), "--json")
     assert hit.code == 0 and hit.json()["hits"][0]["path"] == "src/shop/payment.py"
+
+
+# ---- 5, 6. ignore files: a bad line, and .gitignore outside a repository ----------------------
+
+
+def test_a_lone_bang_in_a_gitignore_does_not_abort_the_index(tmp_path: Path, cli) -> None:  # noqa: ANN001
+    root = write_tree(tmp_path / "black", {**SAMPLE_REPO, ".git/HEAD": "x\n", "tests/data/.gitignore": "!\n*.out\n",
+                                           "tests/data/run.out": "noise\n"})
+    result = cli("index", str(root), "--json")
+    assert result.code == 0, result.err
+    assert result.err.count("not a valid ignore pattern") == 1 and "tests/data/.gitignore line 1" in result.err
+    assert result.json()["skipped"]["ignored"] == 1
+
+
+def test_a_release_tarball_with_a_gitignore_of_slash_star_is_indexed(tmp_path: Path, cli) -> None:  # noqa: ANN001
+    # Debian's linux-source: an unpacked tarball whose packaging .gitignore ends with `/*`
+    root = write_tree(tmp_path / "linux", {".gitignore": "*.o\n/*\n", "kernel/fork.c": "int do_fork(void) { return 0; }\n"})
+    result = cli("index", str(root), "--json")
+    assert result.code == 0 and result.json()["files_kept"] == 2, result.err
+    (root / ".git").mkdir()
+    refused = cli("index", str(root))
+    assert refused.code == 2 and refused.err.count("\n") == 1
+    assert "nothing to index" in refused.err and ".gitignore line 2 `/*`" in refused.err and "--gitignore never" in refused.err
+    assert cli("index", str(root), "--gitignore", "never", "--json").json()["files_kept"] == 2
+
+
+# ---- 7. defaults that surprise -------------------------------------------------------------------
+
+
+def test_no_path_means_the_enclosing_repository_and_outline_indexes_the_files_repository(
+    tmp_path: Path, sample_repo: Path, cli  # noqa: ANN001
+) -> None:
+    (sample_repo / ".git").mkdir()
+    inside = cli("search", "charge_credit_card", "-k", "1", "--json", cwd=sample_repo / "src" / "shop")
+    assert inside.code == 0 and inside.json()["root"] == str(sample_repo.resolve())
+    scratch = tmp_path / "scratch"
+    write_tree(scratch, {f"junk{i}.py": f"def junk_{i}():\n    pass\n" for i in range(30)})
+    outline = cli("outline", str(sample_repo / "src/shop/cart.py"), "--json", cwd=scratch)
+    assert outline.code == 0 and outline.json()[0]["name"] == "Cart"
+    assert not Settings.from_env().index_path_for(scratch.resolve()).exists()  # the scratch folder was not indexed
+
+
+def test_status_of_a_folder_never_indexed_says_so_and_creates_nothing(tmp_path: Path, cli) -> None:  # noqa: ANN001
+    root = write_tree(tmp_path / "fresh", {"a.py": "x = 1\n"})
+    result = cli("status", str(root))
+    assert result.code == 1 and "has not been indexed yet" in result.out and f"codewhere index {root}" in result.out
+    assert cli("status", str(root), "--json").json() == {"root": str(root.resolve()), "indexed": False}
+    assert not index_file(root).exists() and not index_file(root).parent.exists()
+
+
+def test_moving_the_cache_dir_moves_indexes_not_the_built_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("CODEWHERE_MODELS_DIR")
+    monkeypatch.setenv("CODEWHERE_CACHE_DIR", str(tmp_path / "elsewhere"))
+    settings = Settings.from_env()
+    assert settings.index_path_for(tmp_path).is_relative_to(tmp_path / "elsewhere")
+    assert not settings.model_cache.is_relative_to(tmp_path / "elsewhere")
+
+
+# ---- 8. the rest -------------------------------------------------------------------------------
+
+
+def test_a_utf16_source_file_is_indexed_and_found(tmp_path: Path) -> None:
+    root = tmp_path / "win"
+    root.mkdir()
+    (root / "tool.py").write_bytes("def export_report_as_csv(rows):\n    return rows\n".encode("utf-16"))
+    with Index.open(root, embedder=FakeEmbedder()) as index:
+        report = index.refresh()
+        assert report.files_kept == 1 and not report.skipped
+        assert index.search("export_report_as_csv", k=1)[0].path == "tool.py"
+
+
+def test_a_newline_in_a_file_name_keeps_each_hit_on_one_line(tmp_path: Path, cli) -> None:  # noqa: ANN001
+    root = tmp_path / "odd"
+    root.mkdir()
+    (root / "two\nlines.py").write_text("def strange_file_name_needle():\n    return 1\n")
+    result = cli("search", "strange_file_name_needle", str(root), "--mode", "keyword", "-k", "1")
+    assert result.code == 0
+    assert result.out.splitlines()[0].startswith('"two\\nlines.py":1-2')
+    assert cli("search", "strange_file_name_needle", str(root), "--json", "-k", "1").json()["hits"][0]["path"] == "two\nlines.py"
+
+
+def test_a_scope_matching_nothing_says_so(sample_repo: Path, cli) -> None:  # noqa: ANN001
+    result = cli("search", "charge", str(sample_repo), "--scope", "lib/")
+    assert result.code == 2 and "--scope lib matches no indexed file" in result.err and "--scope src/" in result.err
+
+
+@pytest.mark.parametrize("size", [100, 4096, 60_000])
+def test_a_truncated_index_gets_the_hint_that_works(sample_repo: Path, cli, size: int) -> None:  # noqa: ANN001
+    assert cli("index", str(sample_repo)).code == 0
+    path = index_file(sample_repo)
+    os.truncate(path, min(size, path.stat().st_size - 1))
+    for extra in ("-wal", "-shm"):
+        Path(f"{path}{extra}").unlink(missing_ok=True)
+    broken = cli("search", "charge_credit_card", str(sample_repo))
+    assert broken.code == 2 and "codewhere index --rebuild" in broken.err and "internal error" not in broken.err
+    assert cli("index", str(sample_repo), "--rebuild").code == 0
+    assert cli("search", "charge_credit_card", str(sample_repo), "-k", "1").code == 0

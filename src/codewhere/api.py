@@ -64,6 +64,27 @@ def resolve_root(path: str | os.PathLike[str]) -> Path:
     return root.resolve()
 
 
+def repository_root(start: Path) -> Path | None:
+    """The nearest folder at or above `start` holding `.git` (a folder, or a worktree's file)."""
+    start = start.resolve()
+    return next((folder for folder in (start, *start.parents) if (folder / ".git").exists()), None)
+
+
+def default_root() -> Path:
+    """With no PATH: the git repository the current folder is in, as git itself would, else the folder."""
+    return repository_root(Path.cwd()) or Path.cwd().resolve()
+
+
+def root_for_file(file: Path) -> Path:
+    """The folder to index for a question about one file: the current folder's repository if it
+    holds the file, else the file's own repository, else the file's folder."""
+    file = file.resolve()
+    here = default_root()
+    if file.is_relative_to(here):
+        return here
+    return repository_root(file.parent) or file.parent
+
+
 def signal_set(names: Sequence[str]) -> frozenset[str]:
     """Validate `--no-signal` names; "all" switches every signal off."""
     chosen = set()
@@ -285,7 +306,11 @@ class Index:
         if self._searched:  # a second search: this process searches on (a server, an eval), so keep the chunks at hand
             self.store.keep_chunks_in_memory()
         self._searched = True
-        return engine.search(self.store, query, k, mode, filters, embedder, off, reranker, self.settings.rerank_top_n)
+        hits = engine.search(self.store, query, k, mode, filters, embedder, off, reranker, self.settings.rerank_top_n)
+        if not hits and filters.scopes and not self.store.indexed_paths(Filters(scopes=filters.scopes, repos=filters.repos)):
+            raise QueryError(f"--scope {', '.join(filters.scopes)} matches no indexed file in {self.root}",
+                             "give a folder or file path relative to the root, e.g. --scope src/")
+        return hits
 
     def reranker(self) -> cross_encoder.CrossEncoderScorer | None:
         """The configured cross-encoder, loaded once per process; None when off or unavailable."""

@@ -21,10 +21,10 @@ from rich.progress import (
 )
 
 from codewhere import __version__, render
-from codewhere.api import DEFAULT_K, EVAL_DEPTH, EVAL_METHODS, Index, eval_method, resolve_root
+from codewhere.api import DEFAULT_K, EVAL_DEPTH, EVAL_METHODS, Index, default_root, eval_method, resolve_root, root_for_file
 from codewhere.config import Settings
 from codewhere.chunk import CHUNKERS
-from codewhere.errors import CodewhereError, QueryError
+from codewhere.errors import CodewhereError, NotIndexedError, QueryError
 from codewhere.eval_report import html_report
 from codewhere.evaluate import load_query_file, result_csv, result_json
 from codewhere.indexer import Progress as ProgressFn
@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("index", help="index a folder, or refresh its index incrementally")
-    p.add_argument("path", nargs="?", default=".", help="folder to index (default: .)")
+    p.add_argument("path", nargs="?", default=None, help="folder to index (default: the enclosing git repository, else .)")
     p.add_argument("--rebuild", action="store_true", help="build the index from scratch beside the old one, then swap it in")
     p.add_argument("--wait", type=float, default=None, metavar="SECONDS", help="how long to wait for another indexer")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="search a folder (refreshing its index first)")
     p.add_argument("query")
-    p.add_argument("path", nargs="?", default=".", help="folder to search (default: .)")
+    p.add_argument("path", nargs="?", default=None, help="folder to search (default: the enclosing git repository, else .)")
     p.add_argument("-k", type=int, default=DEFAULT_K, help=f"number of results (default {DEFAULT_K})")
     p.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.HYBRID.value,
                    help="keyword (BM25), semantic (vectors) or hybrid (both, fused by RRF; default)")
@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("eval", help="score every retrieval mode on a query file (the study's table)")
     p.add_argument("queries", help="query file: the study's JSON format or a semble annotation file")
-    p.add_argument("path", nargs="?", default=".", help="folder the queries are about (default: .)")
+    p.add_argument("path", nargs="?", default=None, help="folder the queries are about (default: the enclosing git repository, else .)")
     p.add_argument("--scope", action="append", default=[], metavar="PREFIX", help="search only under PREFIX (repeatable)")
     p.add_argument("--modes", default=",".join(EVAL_METHODS),
                    help="comma-separated columns: keyword, semantic, fusion (RRF alone), hybrid (with signals), "
@@ -113,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p = sub.add_parser(name, help=help_text)
         p.add_argument("name", help="a name, Owner.name, or path:line")
-        p.add_argument("path", nargs="?", default=".", help="indexed folder (default: .)")
+        p.add_argument("path", nargs="?", default=None, help="indexed folder (default: the enclosing git repository, else .)")
         if name == "impact":
             p.add_argument("--depth", type=int, default=3, help="how many call levels up (default 3)")
         p.add_argument("--json", action="store_true")
@@ -121,45 +121,47 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("outline", help="the symbols of one file, nested")
     p.add_argument("file", help="a file inside the indexed folder")
-    p.add_argument("--root", default=None, help="indexed folder (default: the current one, or the file's repo)")
+    p.add_argument("--root", default=None,
+                   help="indexed folder (default: the enclosing git repository of the current folder if it holds "
+                        "the file, else the file's own repository, else its folder)")
     p.add_argument("--json", action="store_true")
     _add_index_options(p)
 
     p = sub.add_parser("symbols", help="find symbols by name (exact, then all words, then any word)")
     p.add_argument("query")
-    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("path", nargs="?", default=None, help="folder (default: the enclosing git repository, else .)")
     p.add_argument("-k", type=int, default=20)
     p.add_argument("--json", action="store_true")
     _add_index_options(p)
 
     p = sub.add_parser("graph-stats", help="symbols and edges by resolution level, per language")
-    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("path", nargs="?", default=None, help="folder (default: the enclosing git repository, else .)")
     p.add_argument("--json", action="store_true")
     _add_index_options(p)
 
     p = sub.add_parser("mcp", help="serve search and graph tools to coding agents over MCP (stdio)")
-    p.add_argument("paths", nargs="*", default=["."], help="folders to serve (default: .)")
+    p.add_argument("paths", nargs="*", default=None, help="folders to serve (default: the enclosing git repository, else .)")
     p.add_argument("--no-redact", action="store_true", help="do not redact secrets-looking strings in snippets")
     p.add_argument("--print-config", choices=["claude", "cursor", "codex", "vscode"],
                    help="print the client configuration snippet instead of serving")
     p.add_argument("--index", metavar="FILE", help="index file (one served folder only)")
 
     p = sub.add_parser("config", help="print the effective settings and where each came from")
-    p.add_argument("path", nargs="?", default=".", help="folder whose codewhere.toml counts (default: .)")
+    p.add_argument("path", nargs="?", default=None, help="folder whose codewhere.toml counts (default: the enclosing git repository, else .)")
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("status", help="describe a folder's index")
-    p.add_argument("path", nargs="?", default=".")
+    p.add_argument("path", nargs="?", default=None, help="folder (default: the enclosing git repository, else .)")
     p.add_argument("--json", action="store_true")
     _add_index_options(p)
     return parser
 
 
-def _open(args: argparse.Namespace, rebuild: bool = False, path: str | None = None) -> Index:
+def _open(args: argparse.Namespace, rebuild: bool = False, path: str | None = None, create: bool = True) -> Index:
     repo = args.repo if isinstance(args.repo, str) else None  # search's --repo filters instead
     index = Index.open(
-        path or args.path, args.index, rebuild=rebuild, model=args.model, chunker=args.chunker, store=args.store, repo=repo,
-        include_minified=args.include_minified, gitignore=args.gitignore,
+        path or args.path or default_root(), args.index, rebuild=rebuild, model=args.model, chunker=args.chunker, store=args.store, repo=repo,
+        include_minified=args.include_minified, gitignore=args.gitignore, create=create,
     )
     if err_console.is_terminal:
         index.model_build_progress = _model_build_bar()
@@ -238,7 +240,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_config(args: argparse.Namespace) -> int:
-    settings = Settings.load(resolve_root(args.path))
+    settings = Settings.load(resolve_root(args.path or default_root()))
     rows = settings.effective()
     if args.json:
         print(json.dumps({key: {"value": str(v) if isinstance(v, Path) else v, "source": src, "env": env}
@@ -250,7 +252,16 @@ def _cmd_config(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    with _open(args) as index:
+    try:
+        index = _open(args, create=False)  # describing a folder never creates its index
+    except NotIndexedError as exc:
+        root = resolve_root(args.path or default_root())
+        if args.json:
+            print(json.dumps({"root": str(root), "indexed": False}))
+        else:
+            print(f"{exc.message} — {exc.hint}")
+        return EXIT_NO_HITS
+    with index:
         stats = index.status()
         repositories = index.repositories() if index.shared else None
         if args.json:
@@ -326,9 +337,9 @@ def _cmd_graph(args: argparse.Namespace) -> int:
 
 def _cmd_outline(args: argparse.Namespace) -> int:
     file = Path(args.file)
-    root = args.root or "."
+    target = file if file.is_absolute() else (Path.cwd() / file)
+    root = args.root or str(root_for_file(target))
     with _graph_index(args, path=root) as index:
-        target = file if file.is_absolute() else (Path.cwd() / file)
         symbols = index.outline(str(target.resolve()) if target.exists() else args.file)
         if args.json:
             print(json.dumps([render.symbol_dict(s) for s in symbols]))
@@ -369,9 +380,9 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     from codewhere.mcp_server import client_config, serve
 
     if args.print_config:
-        print(client_config(args.print_config, args.paths))
+        print(client_config(args.print_config, args.paths or [str(default_root())]))
         return EXIT_HITS
-    serve(args.paths, redact_secrets=not args.no_redact, index_file=args.index)
+    serve(args.paths or [str(default_root())], redact_secrets=not args.no_redact, index_file=args.index)
     return EXIT_HITS
 
 

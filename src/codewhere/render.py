@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from rich.console import Console
@@ -40,12 +41,21 @@ def hits_json(query: str, root: Path, hits: list[Hit]) -> str:
     )
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def shown_path(path: str) -> str:
+    """A path for a line of text output: one holding a newline or another control character is
+    quoted with escapes (`"a\\nb.py"`), so every hit stays one line."""
+    return json.dumps(path, ensure_ascii=False) if _CONTROL.search(path) else path
+
+
 def print_hits(console: Console, hits: list[Hit]) -> None:
     """grep-like: `path:start-end  score  kind` (`repo:path:…` from a shared index), then the snippet indented."""
     for hit in hits:
         repo = f"[bold cyan]{escape(hit.repo)}[/]:" if hit.repo else ""
         console.print(
-            f"{repo}[bold magenta]{escape(hit.path)}[/]:[green]{hit.start_line}-{hit.end_line}[/]"
+            f"{repo}[bold magenta]{escape(shown_path(hit.path))}[/]:[green]{hit.start_line}-{hit.end_line}[/]"
             f"  [dim]{hit.score:.4f}  {hit.kind.value}[/]",
             highlight=False,
         )
@@ -91,6 +101,7 @@ def status_json(root: Path, index_path: str, stats: StoreStats, repositories: li
         {
             "root": str(root),
             "index": str(index_path),
+            "indexed": True,
             **({"repositories": repositories} if repositories is not None else {}),
             "files": stats.files,
             "chunks": stats.chunks,
@@ -157,7 +168,7 @@ def symbol_dict(s: SymbolRow) -> dict[str, object]:
 
 
 def symbol_line(s: SymbolRow, indent: int = 0) -> str:
-    return f"{'  ' * indent}{s.path}:{s.start_line}-{s.end_line}  {s.kind} {s.qualified_name}  {s.signature}"
+    return f"{'  ' * indent}{shown_path(s.path)}:{s.start_line}-{s.end_line}  {s.kind} {s.qualified_name}  {s.signature}"
 
 
 def outline_lines(symbols: list[SymbolRow]) -> list[str]:
@@ -181,10 +192,10 @@ def reference_dict(r: Reference) -> dict[str, object]:
 
 def reference_line(r: Reference, outgoing: bool = False) -> str:
     if outgoing:
-        where = f"{r.target.qualified_name} ({r.target.path}:{r.target.start_line})" if r.target else r.target_name
-        return f"{r.path}:{r.line}  {r.kind} → {where}  [{r.resolution}]"
+        where = f"{r.target.qualified_name} ({shown_path(r.target.path)}:{r.target.start_line})" if r.target else r.target_name
+        return f"{shown_path(r.path)}:{r.line}  {r.kind} → {where}  [{r.resolution}]"
     who = r.source.qualified_name if r.source else "<module>"
-    return f"{r.path}:{r.line}  {r.kind} from {who}  [{r.resolution}]"
+    return f"{shown_path(r.path)}:{r.line}  {r.kind} from {who}  [{r.resolution}]"
 
 
 def graph_json(symbol: SymbolRow, key: str, items: list[dict[str, object]], cut: str | None = None) -> str:
