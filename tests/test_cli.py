@@ -53,8 +53,9 @@ def test_no_hit_exits_1(sample_repo: Path, cli) -> None:
     result = cli("search", "zzqqxxnothing", str(sample_repo), "--json", "--mode", "keyword")
     assert result.code == 1
     assert result.json()["hits"] == []
-    # vectors always have nearest neighbours, so hybrid finds nothing only where nothing is in scope
-    assert cli("search", "cart", str(sample_repo), "--scope", "no/such/dir").code == 1
+    # vectors always have nearest neighbours, so hybrid finds nothing only where nothing is in
+    # scope: a scope that matches no file is a mistake, and says so
+    assert_one_line_error(cli("search", "cart", str(sample_repo), "--scope", "no/such/dir"), "matches no indexed file")
 
 
 def test_search_defaults_to_the_current_folder_and_refreshes_it(sample_repo: Path, cli) -> None:

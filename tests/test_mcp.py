@@ -12,7 +12,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from codewhere.mcp_server import redact, size_hits
+from codewhere.mcp_server import size_hits
+from codewhere.redact import redact
 from codewhere.types import FileKind, Hit
 from tests.conftest import SAMPLE_REPO, write_tree
 

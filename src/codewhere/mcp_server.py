@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -24,6 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from codewhere.api import DEFAULT_K, Index
 from codewhere.errors import CodewhereError, QueryError
 from codewhere.indexer import Progress
+from codewhere.redact import redact
 from codewhere.types import Hit
 
 log = logging.getLogger(__name__)
@@ -33,27 +33,6 @@ DEFAULT_MAX_TOKENS = 20_000  # under the common 25k-token tool-result cap
 CHARS_PER_TOKEN = 4
 SNIPPET_LINES = 12
 SNIPPET_BYTES = 1_200
-
-_REDACTED = "[REDACTED]"
-# (pattern, replacement): an assignment keeps its name and quotes, everything else goes whole
-_SECRETS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S), _REDACTED),
-    (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), _REDACTED),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"), _REDACTED),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}\b"), _REDACTED),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"), _REDACTED),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{20,}\b"), _REDACTED),
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"), _REDACTED),
-    (re.compile(r"(?i)((?:api[_-]?key|secret|password|passwd|token)\s*[:=]\s*)(['\"])[^'\"\s]{8,}\2"),
-     rf"\1\2{_REDACTED}\2"),
-]
-
-
-def redact(text: str) -> str:
-    for pattern, replacement in _SECRETS:
-        text = pattern.sub(replacement, text)
-    return text
-
 
 def size_hits(hits: list[Hit], max_tokens: int, redact_secrets: bool) -> dict[str, Any]:
     """Hits as dicts within a budget: snippets are cut to fewer lines before any hit is dropped."""
