@@ -1,0 +1,75 @@
+"""Properties of the chunkers and tokenizers on random text, random bytes and random line
+lengths: every line is covered, ranges never run backwards, the cut always moves forward, and
+the text stored grows linearly with the input."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from codewhere.chunk import chunk_source, line_windows, split_lines
+from codewhere.parse import parse
+from codewhere.tokens import index_tokens, query_terms
+from codewhere.types import FileKind, FileRecord
+
+# lines of random lengths, from empty to far beyond a window, of code-like and arbitrary text
+_line = st.one_of(
+    st.text(alphabet=st.characters(blacklist_characters="\n"), max_size=80),
+    st.text(alphabet="abc_ (){};=.\t", min_size=0, max_size=400),
+    st.integers(min_value=2_000, max_value=12_000).map(lambda n: "x = 1; " * (n // 7)),
+    # minified code: hundreds of definitions sharing one line
+    st.integers(min_value=10, max_value=400).map(lambda n: "".join(f"function f{i}(a){{return a}}" for i in range(n))),
+)
+_source = st.lists(_line, max_size=60).map("\n".join)
+_languages = st.sampled_from(["python", "javascript", "go", "rust", "markdown", "", "c"])
+_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _check_windows(text: str, target: int, overlap: int) -> None:
+    lines = split_lines(text)
+    windows = list(line_windows(text, target, overlap))
+    covered: set[int] = set()
+    previous = (0, 0)
+    for start, end, body in windows:
+        assert 1 <= start <= end <= max(len(lines), 1)
+        assert (start, end) >= previous and body  # never backwards
+        previous = (start, end)
+        covered.update(range(start, end + 1))
+    blank = {i for i, line in enumerate(lines, 1) if not line.strip()}
+    assert set(range(1, len(lines) + 1)) - blank <= covered
+    assert sum(len(b) for *_, b in windows) <= 3 * len(text) + target
+
+
+@_SETTINGS
+@given(_source, st.integers(min_value=50, max_value=3_000), st.integers(min_value=0, max_value=400))
+def test_line_windows_cover_every_line_move_forward_and_stay_linear(text: str, target: int, overlap: int) -> None:
+    _check_windows(text, target, overlap)
+
+
+@_SETTINGS
+@given(st.binary(max_size=20_000))
+def test_line_windows_on_random_bytes(data: bytes) -> None:
+    _check_windows(data.decode("utf-8", errors="replace"), 2800, 320)
+
+
+@_SETTINGS
+@given(_source, _languages)
+def test_chunks_of_any_file_have_valid_ranges_and_linear_size(text: str, language: str) -> None:
+    record = FileRecord("f.x", FileKind.DOCS if language == "markdown" else FileKind.CODE, language, len(text), 0)
+    parsed = parse(language, text)
+    chunks = chunk_source(record, text, parsed.symbols if parsed else None, "symbols")
+    line_count = max(len(split_lines(text)), 1)
+    for chunk in chunks:
+        assert 1 <= chunk.start_line <= chunk.end_line <= line_count
+    assert [c.start_line for c in chunks] == sorted(c.start_line for c in chunks)
+    stored = sum(len(c.text) + len(c.embed_text) for c in chunks)
+    assert stored <= 8 * len(text) + 4_000  # text and embedding text, with overlaps and headers
+
+
+@_SETTINGS
+@given(st.text(max_size=3_000))
+def test_tokenizers_never_fail_and_give_plain_tokens(text: str) -> None:
+    for token in index_tokens(text).split():
+        assert token and " " not in token
+    for term in query_terms(text):
+        assert term and term == term.strip()
