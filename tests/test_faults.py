@@ -415,3 +415,47 @@ def test_redaction_keeps_names_and_quotes(tmp_path: Path) -> None:
 
     assert redact('password = "hunter2"\nuser = "ada"') == 'password = "[REDACTED]"\nuser = "ada"'
     assert redact("DATABASE_URL=postgres://app:Sup3rS3cret@db/app") == "DATABASE_URL=postgres://app:[REDACTED]@db/app"
+
+
+# ---- the concurrency test --------------------------------------------------------------------
+
+
+def test_an_indexer_a_second_rebuild_and_four_searchers_lose_nothing(big_indexed: tuple[Path, Path]) -> None:
+    import threading
+
+    root, model = big_indexed
+    errors: list[str] = []
+    answers: list[int] = []
+    stop = threading.Event()
+
+    def searcher(n: int) -> None:
+        with Index.open(root, model=str(model)) as index:
+            count = 0
+            while not stop.is_set():
+                module = n * 100 + count % 50
+                count += 1
+                try:
+                    index.refresh_if_free(vectors=True)
+                    hits = index.search(f"handler_{module}_3", k=3, mode=("keyword", "hybrid")[n % 2])
+                    answers.append(len(hits))
+                    if not hits:
+                        errors.append("an empty answer")
+                    elif n % 2 == 0 and hits[0].path != f"pkg{module % 20}/mod{module}.py":
+                        errors.append(f"handler_{module}_3 found in {hits[0].path}")
+                except Exception as exc:  # noqa: BLE001 — any error at all fails the test
+                    errors.append(f"{type(exc).__name__}: {exc}")
+
+    indexer = start_cli("index", str(root), "--rebuild", "--model", str(model))
+    threads = [threading.Thread(target=searcher, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    wait_for(Path(f"{index_file(root)}.rebuild").exists, what="the rebuild to start")
+    second = run_cli("index", str(root), "--rebuild", "--model", str(model), "--wait", "0")
+    assert second.code == 2 and "another codewhere process holds" in second.err
+    assert indexer.wait(timeout=300) == 0, indexer.stderr.read()
+    time.sleep(2)  # searches go on against the swapped-in index
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors, errors[:5]
+    assert len(answers) > 20 and all(answers)
