@@ -459,3 +459,21 @@ def test_an_indexer_a_second_rebuild_and_four_searchers_lose_nothing(big_indexed
         thread.join(timeout=60)
     assert not errors, errors[:5]
     assert len(answers) > 20 and all(answers)
+
+
+# ---- kill -9 at every phase (the small form of benchmarks/crash_bench.py) ------------------------
+
+
+def test_kill_nine_after_every_indexing_phase_loses_nothing(tmp_path: Path) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("crash_bench", Path(__file__).parent.parent / "benchmarks" / "crash_bench.py")
+    assert spec and spec.loader
+    crash_bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(crash_bench)
+    tree = many_files(tmp_path / "tree", 450)  # three write batches
+    model = make_tiny_model2vec(tmp_path / "tiny")
+    result = crash_bench.run(tree, kills=18, model=str(model))
+    assert result["failures"] == [] and result["recovered_and_equal"] == 18
+    assert {"scan", "chunk", "write", "committed", "vectors", "edges"} <= {k for k, n in result["phases_hit"].items() if n}
+    assert "swap" in result["phases_aimed_at"]  # on a small tree the swap is often over before the kill lands

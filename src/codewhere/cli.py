@@ -402,6 +402,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="codewhere: %(message)s",
         stream=sys.stderr,
     )
+    if os.environ.get("CODEWHERE_PHASE_LOG"):  # for benchmarks/crash_bench.py: each indexing phase as it starts
+        logging.getLogger("codewhere.phase").setLevel(logging.INFO)
     try:
         return COMMANDS[args.command](args)
     except CodewhereError as exc:

@@ -20,11 +20,18 @@ from codewhere.tokens import index_tokens, symbol_fts_row
 from codewhere.types import Chunk, FileRecord, Skip, SkipReason
 
 log = logging.getLogger(__name__)
+# Each step of a run, named, at INFO: the crash benchmark (benchmarks/crash_bench.py) kills an
+# indexer right after one of them, so every phase is hit, not only the first second of a run.
+phases = logging.getLogger("codewhere.phase")
+PHASE_FILES = 50  # a "chunk" phase line every this many files read
 
 BATCH_FILES = 200  # files per transaction: small enough to lose little when killed
 BATCH_CHUNKS = 2_000
 # meta key: the model whose vectors every chunk has; emptied in the transaction that writes chunks
 VECTORS_COMPLETE = "vectors_complete"
+# meta key: "1" once every edge is resolved against the files as committed; emptied likewise, so
+# a run killed between its last write and the resolution has it done by the next
+EDGES_RESOLVED = "edges_resolved"
 
 Progress = Callable[[int, str], None]  # (files seen so far, current path)
 
@@ -69,6 +76,7 @@ class _Batch:
     def flush(self, deletes: list[str] | None = None) -> None:
         if not (self.writes or self.stat_updates or deletes):
             return  # an unchanged refresh takes no write lock and writes nothing
+        phases.info("write")
         with self.store.transaction():
             for write in self.writes:
                 if len(write) == 4:
@@ -86,7 +94,8 @@ class _Batch:
             if deletes:
                 self.store.delete_files(deletes)
             if self.writes or deletes:
-                self.store.set_meta({VECTORS_COMPLETE: ""})
+                self.store.set_meta({VECTORS_COMPLETE: "", EDGES_RESOLVED: ""})
+        phases.info("committed")
         self.writes, self.stat_updates, self.chunk_count = [], [], 0
 
 
@@ -103,6 +112,7 @@ def refresh(
     The caller holds the writer lock and has checked that `embedder` is the index's model.
     """
     started = time.perf_counter()
+    phases.info("scan")
     report = IndexReport()
     version = chunker_version(chunker)
     if store.meta().get("chunker_version") != version:
@@ -133,16 +143,19 @@ def refresh(
     removed = [path for path in known if path not in seen]
     report.files_removed = len(removed)
     batch.flush(removed)
-    if report.changed or store.meta().get("root") != str(root):
+    meta = store.meta()
+    if report.changed or meta.get("root") != str(root) or meta.get(EDGES_RESOLVED) != "1":
+        phases.info("edges")
         refresh_resolution(store)
         with store.transaction():
-            store.set_meta({"root": str(root), "last_change": str(time.time())})
+            store.set_meta({"root": str(root), "last_change": str(time.time()), EDGES_RESOLVED: "1"})
     # Looking for chunks without a vector reads every chunk (50 ms on Django): skipped when nothing
     # was written since a run that left every chunk with a vector of this model. Here the key is
     # never that model's id (a change emptied it), so it is written after the vectors.
     if embedder is not None and (report.changed or store.meta().get(VECTORS_COMPLETE) != embedder.info.id):
         before = getattr(embedder, "documents_truncated", None)
-        report.vectors_written = fill_vectors(store, embedder, progress, drop_orphans=report.changed)
+        # orphans come from this run's changes or from a run killed before it dropped its own
+        report.vectors_written = fill_vectors(store, embedder, progress, drop_orphans=True)
         if before is not None:
             report.texts_truncated = embedder.documents_truncated - before  # type: ignore[attr-defined]
             report.truncated_at = getattr(embedder, "max_seq_length", None)
@@ -169,6 +182,7 @@ def fill_vectors(
         last_id = page[-1][0]
         distinct = list({h: text for _, h, text in page}.items())  # identical chunks share one vector
         vectors = embedder.embed_documents([text for _, text in distinct])
+        phases.info("vectors")
         with store.transaction():
             store.add_vectors([h for h, _ in distinct], vectors)
         done += len(distinct)
@@ -197,6 +211,8 @@ def _visit(
         batch.writes.append((record, source))
         return
     data, text = source
+    if report.bytes_read == 0 or (report.files_added + report.files_changed) % PHASE_FILES == 0:
+        phases.info("chunk")
     report.bytes_read += len(data)
     report.files_kept += 1
     digest = hashlib.blake2b(data, digest_size=16).hexdigest()

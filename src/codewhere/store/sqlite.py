@@ -413,6 +413,7 @@ class SqliteStore:
         try:
             yield fresh
             fresh._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            logging.getLogger("codewhere.phase").info("swap")
             self._warm_reset()
             try:
                 with self._db.backup("main", fresh._db, "main") as copy:
