@@ -1,6 +1,12 @@
 from __future__ import annotations
 
-from codewhere.chunk import LONG_LINE_CHARS, chunk_file, content_hash, line_windows, split_lines
+from codewhere.chunk import (
+    LONG_LINE_CHARS,
+    chunk_file,
+    content_hash,
+    line_windows,
+    split_lines,
+)
 from codewhere.types import FileKind, FileRecord
 
 

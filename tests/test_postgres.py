@@ -16,10 +16,9 @@ import psycopg
 import pytest
 
 from codewhere.api import Index
-from codewhere.config import Settings
+from codewhere.config import Settings, redact_dsn
 from codewhere.embed.fake import FakeEmbedder
 from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError
-from codewhere.config import redact_dsn
 from codewhere.store.postgres import SCHEMA_VERSION, tsquery_text
 from codewhere.types import Filters, TermQuery
 from tests.conftest import SAMPLE_REPO, write_tree

@@ -21,9 +21,18 @@ from rich.progress import (
 )
 
 from codewhere import __version__, render
-from codewhere.api import DEFAULT_K, EVAL_DEPTH, EVAL_METHODS, Index, default_root, eval_method, resolve_root, root_for_file
-from codewhere.config import Settings
+from codewhere.api import (
+    DEFAULT_K,
+    EVAL_DEPTH,
+    EVAL_METHODS,
+    Index,
+    default_root,
+    eval_method,
+    resolve_root,
+    root_for_file,
+)
 from codewhere.chunk import CHUNKERS
+from codewhere.config import Settings
 from codewhere.errors import CodewhereError, NotIndexedError, QueryError
 from codewhere.eval_report import html_report
 from codewhere.evaluate import load_query_file, result_csv, result_json

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from codewhere.config import Settings
 from codewhere.errors import IndexBusyError, IndexFileError, NotIndexedError
-from codewhere.locks import index_writer_lock
 from codewhere.languages import SKIPPED_DIRS
+from codewhere.locks import index_writer_lock
 from codewhere.store.base import ChunkAt, FileState, Store, StoreStats
 from codewhere.store.sqlite import SqliteStore
 
@@ -33,7 +33,9 @@ def open_store(
         if not settings.dsn:
             raise IndexFileError("the postgres store needs a database", "set CODEWHERE_DSN=postgresql://user@host/dbname")
         try:
-            from codewhere.store.postgres import PostgresStore  # psycopg is an optional dependency
+            from codewhere.store.postgres import (
+                PostgresStore,  # psycopg is an optional dependency
+            )
         except ImportError as exc:
             raise IndexFileError(
                 "the postgres store needs psycopg, which is not installed", "pip install 'codewhere[postgres]'"

@@ -26,7 +26,13 @@ import psycopg
 from psycopg import sql
 
 from codewhere.config import redact_dsn
-from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError, QueryInterrupted
+from codewhere.errors import (
+    IndexBusyError,
+    IndexFileError,
+    ModelError,
+    QueryError,
+    QueryInterrupted,
+)
 from codewhere.store.base import (
     DEFINITION_SEPARATOR,
     FILE_KINDS,

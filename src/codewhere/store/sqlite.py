@@ -32,13 +32,13 @@ from codewhere.errors import (
 from codewhere.locks import index_writer_lock
 from codewhere.store.base import (
     DEFINITION_SEPARATOR,
-    edge_sources_sql,
     FILE_KINDS,
     CandidateRow,
     ChunkAt,
     FileState,
     StoreStats,
     definition_rows,
+    edge_sources_sql,
     like_escape,
     smallest_chunk_by_line,
     spelled_keys,
