@@ -477,3 +477,49 @@ def test_kill_nine_after_every_indexing_phase_loses_nothing(tmp_path: Path) -> N
     assert result["failures"] == [] and result["recovered_and_equal"] == 18
     assert {"scan", "chunk", "write", "committed", "vectors", "edges"} <= {k for k, n in result["phases_hit"].items() if n}
     assert "swap" in result["phases_aimed_at"]  # on a small tree the swap is often over before the kill lands
+
+
+def test_a_query_past_its_deadline_or_cancelled_is_stopped_and_releases_its_turn(sample_repo: Path) -> None:
+    import threading
+
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    import apsw
+
+    from codewhere.mcp_server import Workspace
+    from codewhere.store import sqlite as sqlite_store
+
+    workspace = Workspace([sample_repo])
+    slow_sql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000000000) SELECT count(*) FROM n"
+
+    def slow(seconds: float):  # noqa: ANN202
+        def work(progress: object) -> object:
+            index, _ = workspace.index_for(None)
+            with workspace.deadline(index, seconds):
+                try:  # a statement that would run for minutes, its errors mapped as the store maps its own
+                    return index.store._db.execute(slow_sql).fetchall()  # noqa: SLF001
+                except apsw.Error as exc:
+                    raise sqlite_store._mapped(index.store.path, exc) or exc from exc
+        return work
+
+    workspace.call(lambda progress: workspace.index_for(None))  # the first index and model load, untimed
+    started = time.perf_counter()
+    with pytest.raises(ToolError, match="stopped before it finished"):
+        workspace.call(slow(0.5))
+    assert time.perf_counter() - started < 20
+    assert workspace.call(lambda progress: workspace.index_for(None)[0].search("charge_credit_card", k=1))  # the turn was released
+
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            workspace.call(slow(600))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    time.sleep(1.0)
+    workspace.interrupt()  # what a cancelled MCP call does
+    thread.join(timeout=20)
+    assert not thread.is_alive() and errors and "stopped before it finished" in str(errors[0])
