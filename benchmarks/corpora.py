@@ -65,3 +65,13 @@ def requests_corpus(mirror: str | None) -> Path:
     if mirror:
         return from_git(mirror, "v2.32.3", "requests")
     return from_sdist("requests", "2.32.3")
+
+
+def cold_index(root: Path, settings, **kwargs):  # noqa: ANN001, ANN201 — Settings in, Index out
+    """`root`'s SQLite index opened from nothing, as a first `codewhere index` builds it (a
+    rebuild would build beside the old one and copy it in: not a cold build)."""
+    from codewhere.api import Index
+    from codewhere.store import SqliteStore
+
+    SqliteStore.remove(settings.index_path_for(root.resolve()))
+    return Index.open(root, settings=settings, **kwargs)

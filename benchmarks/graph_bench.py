@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import from_git  # noqa: E402
+from corpora import cold_index, from_git  # noqa: E402
 from semble_bench import SHARED, mirror_for  # noqa: E402
 
 from codewhere.api import Index  # noqa: E402
@@ -43,7 +43,7 @@ def bench(name: str, root: Path, runs: int) -> dict[str, object]:
         for chunker in ("lines", "symbols"):
             samples = []
             for _ in range(runs):
-                with Index.open(root, settings=settings, rebuild=True, chunker=chunker) as index:
+                with cold_index(root, settings, chunker=chunker) as index:
                     started = time.perf_counter()
                     index.refresh(vectors=False)
                     samples.append(time.perf_counter() - started)

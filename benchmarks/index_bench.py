@@ -23,9 +23,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import from_sdist, requests_corpus  # noqa: E402
+from corpora import cold_index, from_sdist, requests_corpus  # noqa: E402
 
-from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.embed.registry import ensure_default_model  # noqa: E402
 
@@ -52,11 +51,11 @@ def bench_corpus(name: str, root: Path, queries: list[str], runs: int) -> dict[s
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(cache_dir=Path(tmp), models_dir=models)
         for _ in range(runs):
-            with Index.open(root, settings=settings, rebuild=True) as index:
+            with cold_index(root, settings) as index:
                 started = time.perf_counter()
                 index.refresh(vectors=False)
                 cold_text.append(time.perf_counter() - started)
-            with Index.open(root, settings=settings, rebuild=True) as index:
+            with cold_index(root, settings) as index:
                 started = time.perf_counter()
                 report = index.refresh()
                 cold.append(time.perf_counter() - started)

@@ -33,7 +33,7 @@ def evaluate(root: Path, model: str, cache: Path) -> dict[str, object]:
     out: dict[str, object] = {}
     queries = load_query_file(SEED)
     with Index.open(root, settings=Settings(cache_dir=cache), model=model, rebuild=True) as index:
-        index.refresh()
+        index.refresh(rebuild=True)
         for scope in ((), ("src",)):
             result = index.evaluate(queries, ("semantic", "hybrid"), scope)
             out["src" if scope else "whole"] = {

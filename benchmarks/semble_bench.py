@@ -107,7 +107,7 @@ def codewhere_engine(cache: Path, models: Path, method: str = "hybrid") -> tuple
     def build(root: Path):
         if root not in built:  # several methods share one index of a repo
             index = Index.open(root, settings=Settings(cache_dir=cache, models_dir=models), rebuild=True)
-            index.refresh()
+            index.refresh(rebuild=True)
             built[root] = (index, IndexedSpans(index.store.chunk_spans(Filters())))
         return built[root]
 

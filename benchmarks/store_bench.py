@@ -66,7 +66,7 @@ def index_and_score(settings: Settings, name: str, root: Path, queries: list) ->
     settings = replace(settings, repo=name)
     with Index.open(root, settings=settings, rebuild=True) as index:
         started = time.perf_counter()
-        report = index.refresh()
+        report = index.refresh(rebuild=True)
         seconds = time.perf_counter() - started
         row: dict[str, object] = {
             "files": report.files_kept, "chunks": index.status().chunks, "index_s": round(seconds, 2),

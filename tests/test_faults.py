@@ -523,3 +523,11 @@ def test_a_query_past_its_deadline_or_cancelled_is_stopped_and_releases_its_turn
     workspace.interrupt()  # what a cancelled MCP call does
     thread.join(timeout=20)
     assert not thread.is_alive() and errors and "stopped before it finished" in str(errors[0])
+
+
+def test_a_rebuild_of_an_empty_index_builds_in_place(sample_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Index.open(sample_repo, embedder=FakeEmbedder()) as index:
+        monkeypatch.setattr(index.store, "rebuilding", lambda: pytest.fail("built beside an empty index"))
+        assert index.refresh(rebuild=True).files_added == len(SAMPLE_REPO)
+        assert index.status().files == len(SAMPLE_REPO)
+    assert not Path(f"{index_file(sample_repo)}.rebuild").exists()

@@ -211,6 +211,8 @@ class Index:
         # a rebuild may change the model: the new index is checked against nothing
         embedder = (self._load_embedder() if rebuild else self.embedder()) if vectors else None
         with self.store.writer_lock(wait):  # before anything is touched
+            if rebuild and not self.store.file_states():
+                rebuild = False  # nothing to keep readers on: build in place
             if rebuild:
                 with self.store.rebuilding() as fresh:
                     report = self._refresh(fresh, embedder, progress)
