@@ -20,15 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
-from splits import DEV, REPORTED  # noqa: E402
-
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.evaluate import IndexedSpans, load_query_file, score_query  # noqa: E402
 from codewhere.search import signals  # noqa: E402
 from codewhere.types import Filters  # noqa: E402
-
+from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
+from splits import DEV, REPORTED  # noqa: E402
 
 MIN_GAIN = 0.0005  # descent keeps a new value only above this gain: about a quarter of one query on ~550
 

@@ -21,13 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import cold_index, from_git  # noqa: E402
-from semble_bench import SHARED, mirror_for  # noqa: E402
-
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.errors import QueryError  # noqa: E402
 from codewhere.types import Filters  # noqa: E402
+from corpora import cold_index, from_git  # noqa: E402
+from semble_bench import SHARED, mirror_for  # noqa: E402
 
 REPOS = ["requests", "express", "zod", "gin", "serde", "gson", "fmtlib", "dapper", "rails", "laravel-framework"]
 
@@ -59,8 +58,9 @@ def bench(name: str, root: Path, runs: int) -> dict[str, object]:
             for _ in range(runs):
                 for s in sample:
                     spec = f"{s.path}:{s.start_line}"
-                    for label, call in (("outline", lambda: index.outline(s.path)), ("refs", lambda: index.refs(spec)),
-                                        ("callers", lambda: index.callers(spec)), ("impact_depth3", lambda: index.impact(spec, 3))):
+                    for label, call in (("outline", lambda s=s: index.outline(s.path)), ("refs", lambda spec=spec: index.refs(spec)),
+                                        ("callers", lambda spec=spec: index.callers(spec)),
+                                        ("impact_depth3", lambda spec=spec: index.impact(spec, 3))):
                         started = time.perf_counter()
                         try:
                             call()

@@ -23,10 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import cold_index, from_sdist, requests_corpus  # noqa: E402
-
 from codewhere.config import Settings  # noqa: E402
 from codewhere.embed.registry import ensure_default_model  # noqa: E402
+from corpora import cold_index, from_sdist, requests_corpus  # noqa: E402
 
 KEYWORD_QUERIES = [
     "raise_for_status", "UnrewindableBodyError", "should_strip_auth", "get_netrc_auth",

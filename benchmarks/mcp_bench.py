@@ -24,10 +24,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import from_sdist, requests_corpus  # noqa: E402
-
 from codewhere.config import Settings  # noqa: E402
 from codewhere.embed.registry import ensure_default_model  # noqa: E402
+from corpora import from_sdist, requests_corpus  # noqa: E402
 
 QUERIES = {
     "requests": ["skip the proxy for machines on the local network", "raise_for_status", "how are redirects followed",

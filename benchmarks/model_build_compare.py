@@ -19,12 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import requests_corpus  # noqa: E402
-
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.embed import distill  # noqa: E402
 from codewhere.evaluate import load_query_file  # noqa: E402
+from corpora import requests_corpus  # noqa: E402
 
 SEED = Path(__file__).resolve().parents[2] / "shared" / "bench" / "requests-seed.json"
 

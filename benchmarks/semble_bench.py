@@ -31,15 +31,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import from_git  # noqa: E402
-from splits import SPLITS  # noqa: E402
-
 from codewhere.api import Index, eval_method, eval_mode  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.embed.registry import ensure_default_model  # noqa: E402
 from codewhere.evaluate import EvalQuery, IndexedSpans, load_query_file, score_query  # noqa: E402
 from codewhere.search import signals  # noqa: E402
 from codewhere.types import FileKind, Filters, Hit  # noqa: E402
+from corpora import from_git  # noqa: E402
+from splits import SPLITS  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "semble-bench"
 LATENCY_RUNS = 3
@@ -224,7 +223,7 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(
             {name: [{"repo": r.repo, "language": r.language, "ndcg10": round(r.mean, 4), "chunks": r.chunks,
                      "index_ms": round(r.index_ms, 1), "p50_ms": round(r.p50_ms, 3),
-                     "by_category": {c: round(sum(s for cc, s in zip(r.categories, r.ndcg) if cc == c) / r.categories.count(c), 4)
+                     "by_category": {c: round(sum(s for cc, s in zip(r.categories, r.ndcg, strict=True) if cc == c) / r.categories.count(c), 4)
                                      for c in sorted(set(r.categories))}}
                     for r in rs] for name, rs in runs.items()}, indent=1))
 

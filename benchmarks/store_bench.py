@@ -27,14 +27,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from corpora import from_git, from_sdist, requests_corpus  # noqa: E402
-from semble_bench import SHARED, mirror_for  # noqa: E402
-
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.embed.registry import ensure_default_model  # noqa: E402
 from codewhere.evaluate import IndexedSpans, load_query_file, score_query  # noqa: E402
 from codewhere.types import Filters  # noqa: E402
+from corpora import from_git, from_sdist, requests_corpus  # noqa: E402
+from semble_bench import SHARED, mirror_for  # noqa: E402
 
 STUDY = SHARED.parent / "bench" / "requests-seed.json"
 

@@ -31,9 +31,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
-from splits import DEV, REPORTED  # noqa: E402
-
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.defs import find_definitions  # noqa: E402
@@ -41,6 +38,8 @@ from codewhere.evaluate import EvalQuery, Target, score_query  # noqa: E402
 from codewhere.languages import language_of  # noqa: E402
 from codewhere.parse import has_grammar  # noqa: E402
 from codewhere.types import FileKind, Filters  # noqa: E402
+from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
+from splits import DEV, REPORTED  # noqa: E402
 
 KINDS = {
     "type": frozenset({"class", "struct", "interface", "trait", "enum", "module", "type", "protocol", "object"}),

@@ -31,12 +31,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
-
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.store.sqlite import SqliteStore  # noqa: E402
 from codewhere.types import Filters  # noqa: E402
+from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
 
 DEFAULT_REPOS = ["requests", "gin", "commons-lang", "abseil-cpp", "laravel-framework"]
 

@@ -19,7 +19,7 @@ def test_windows_cover_every_line_with_overlap_and_inclusive_ranges() -> None:
     result = windows(text)
     assert result[0][0] == 1
     assert result[-1][1] == 300
-    for (s1, e1, _), (s2, e2, _) in zip(result, result[1:]):
+    for (s1, e1, _), (s2, e2, _) in zip(result, result[1:], strict=False):
         assert s1 < s2 <= e1  # moves forward and overlaps
         assert e1 < e2
     for start, end, body in result:
@@ -121,7 +121,7 @@ def test_a_long_function_becomes_windows_and_the_first_defines_it() -> None:
     assert len(chunks) >= 2 and all(len(c.text) <= SPLIT_CHARS + 60 for c in chunks)
     assert chunks[0].start_line == 5 and chunks[0].defines == ("long_one",)
     assert all(c.defines == () for c in chunks[1:])
-    assert all(b.start_line == a.end_line + 1 for a, b in zip(chunks, chunks[1:]))
+    assert all(b.start_line == a.end_line + 1 for a, b in zip(chunks, chunks[1:], strict=False))
     assert chunks[-1].end_line == text.count("\n")
 
 

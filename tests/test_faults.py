@@ -482,9 +482,8 @@ def test_kill_nine_after_every_indexing_phase_loses_nothing(tmp_path: Path) -> N
 def test_a_query_past_its_deadline_or_cancelled_is_stopped_and_releases_its_turn(sample_repo: Path) -> None:
     import threading
 
-    from mcp.server.mcpserver.exceptions import ToolError
-
     import apsw
+    from mcp.server.mcpserver.exceptions import ToolError
 
     from codewhere.mcp_server import Workspace
     from codewhere.store import sqlite as sqlite_store

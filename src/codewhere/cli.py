@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -371,7 +372,7 @@ def _cmd_symbols(args: argparse.Namespace) -> int:
 
 def _cmd_graph_stats(args: argparse.Namespace) -> int:
     with _graph_index(args) as index:
-        stats = index.graph_stats()
+        stats: dict[str, Any] = index.graph_stats()
     if args.json:
         print(json.dumps(stats))
     else:

@@ -13,6 +13,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
@@ -120,7 +121,7 @@ class Settings:
                 settings = _apply_file(settings, file, sources)
         for option in OPTIONS:
             if option.env and (raw := os.environ.get(option.env)):
-                settings = replace(settings, **{option.name: _convert(option, raw, f"${option.env}")})
+                settings = _with(settings, option.name, _convert(option, raw, f"${option.env}"))
                 sources[option.name] = f"env {option.env}"
         return replace(settings, sources=sources)
 
@@ -129,7 +130,10 @@ class Settings:
         given = {k: v for k, v in values.items() if v is not None}
         if not given:
             return self
-        return replace(self, **given, sources={**self.sources, **{k: "flag" for k in given}})
+        changed = replace(self, sources={**self.sources, **{k: "flag" for k in given}})
+        for name, value in given.items():
+            changed = _with(changed, name, value)
+        return changed
 
     def index_path_for(self, root: Path) -> Path:
         """One index per absolute root path, in the cache dir: nothing is written in the repo."""
@@ -172,6 +176,12 @@ def _convert(option: Option, raw: object, where: str) -> object:
         ) from exc
 
 
+def _with(settings: Settings, name: str, value: object) -> Settings:
+    """`settings` with one field set by name (the field's type was checked by _convert)."""
+    fields: dict[str, Any] = {name: value}
+    return replace(settings, **fields)
+
+
 def _apply_file(settings: Settings, file: Path, sources: dict[str, str]) -> Settings:
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
@@ -186,6 +196,6 @@ def _apply_file(settings: Settings, file: Path, sources: dict[str, str]) -> Sett
             if option is None:
                 names = ", ".join(sorted(f"{s}.{k}" for s, k in known))
                 raise ConfigError(f"{file}: unknown setting {section}.{key}", f"known settings: {names}")
-            settings = replace(settings, **{option.name: _convert(option, raw, str(file))})
+            settings = _with(settings, option.name, _convert(option, raw, str(file)))
             sources[option.name] = str(file)
     return settings

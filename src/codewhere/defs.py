@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-
 _KEYWORDS = frozenset(
     "if for while switch catch return sizeof new else do try with match elif except function case".split()
 )

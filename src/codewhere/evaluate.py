@@ -291,7 +291,7 @@ def result_csv(result: EvalResult) -> str:
         return '"' + text.replace('"', '""') + '"' if any(c in text for c in ',"\n') else text
 
     for i, q in enumerate(result.query_file.queries):
-        values = [q.label, q.query, q.category, *result.grep_counts[i]]
+        values: list[object] = [q.label, q.query, q.category, *result.grep_counts[i]]
         values += [result.scores[m][i].first_rank for m in result.methods]
         values += [round(result.scores[m][i].ndcg10, 4) for m in result.methods]
         lines.append(",".join(cell(v) for v in values))

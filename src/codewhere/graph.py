@@ -36,7 +36,7 @@ def resolve_edges(
     by_name: dict[str, list[SymbolRef]] = defaultdict(list)
     for symbol in symbols:
         by_name[symbol.name].append(symbol)
-    out = []
+    out: list[tuple[int, int | None, str]] = []
     for edge in edges:
         candidates = by_name.get(edge.target_name, [])
         if edge.kind == "call":

@@ -42,7 +42,7 @@ def size_hits(hits: list[Hit], max_tokens: int, redact_secrets: bool) -> dict[st
         size = len(json.dumps(out))
         if size <= budget:
             return {"hits": out, "trimmed": lines < SNIPPET_LINES, "dropped": 0}
-    kept = []
+    kept: list[dict[str, Any]] = []
     for item in out:
         if len(json.dumps(kept + [item])) > budget:
             break

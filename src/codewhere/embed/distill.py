@@ -17,6 +17,7 @@ import shutil
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -93,11 +94,11 @@ def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float)
 class BertEncoder:
     """Inference-only BERT encoder over fixed-length, unpadded sequences."""
 
-    def __init__(self, weights: dict[str, np.ndarray], config: dict[str, object]) -> None:
+    def __init__(self, weights: dict[str, np.ndarray], config: dict[str, Any]) -> None:
         self.w = {k: v.astype(np.float32) for k, v in weights.items() if v.dtype != np.int64}
-        self.layers = int(config["num_hidden_layers"])  # type: ignore[arg-type]
-        self.heads = int(config["num_attention_heads"])  # type: ignore[arg-type]
-        self.eps = float(config.get("layer_norm_eps", 1e-12))  # type: ignore[arg-type]
+        self.layers = int(config["num_hidden_layers"])
+        self.heads = int(config["num_attention_heads"])
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
 
     def _linear(self, x: np.ndarray, name: str) -> np.ndarray:
         # As one 2-D product: numpy runs a 3-D @ 2-D product as one small GEMM per batch row.

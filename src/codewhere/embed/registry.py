@@ -6,10 +6,10 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from codewhere.config import Settings
 from codewhere.embed import distill
 from codewhere.embed.base import Embedder
 from codewhere.embed.static import load_folder, load_hub
-from codewhere.config import Settings
 from codewhere.errors import ModelError
 from codewhere.locks import FileLock
 

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from codewhere.parse.grammars import (
     CALLABLE_KINDS,
@@ -137,7 +138,7 @@ def _symbols(defs: list[_Def], language: str) -> list[Symbol]:
         d.kind = kind
         if kind in SCOPE_ONLY_KINDS:
             continue
-        node = d.node
+        node: Any = d.node  # a tree_sitter.Node; only parse/ imports tree-sitter, lazily
         outer = node.parent if node.parent is not None and node.parent.type == "decorated_definition" else node
         decorators = tuple(_text(c).strip() for c in outer.children if c.type == "decorator") if outer is not node else ()
         out.append(Symbol(

@@ -20,6 +20,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -277,6 +278,12 @@ class PostgresStore:
                     (str(SCHEMA_VERSION),),
                 )
 
+    def _scalar(self, sql: str, params: Sequence[object] = ()) -> Any:
+        """The first column of the first row (the query always returns one)."""
+        row = self._db.execute(sql, params).fetchone()
+        assert row is not None, sql
+        return row[0]
+
     def _find_repo_id(self) -> int | None:
         row = self._db.execute("SELECT id FROM repos WHERE name = %s", (self.repo,)).fetchone()
         return int(row[0]) if row else None
@@ -324,7 +331,7 @@ class PostgresStore:
         # by name, not id: a rebuild gives the repository a new id while the lock is held
         key = (LOCK_NAMESPACE, zlib.crc32(self.repo.encode()) & 0x7FFFFFFF | 1)
         deadline = time.monotonic() + wait_seconds
-        while not self._db.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone()[0]:
+        while not self._scalar("SELECT pg_try_advisory_lock(%s, %s)", key):
             if time.monotonic() >= deadline:
                 raise IndexBusyError(
                     f"another codewhere process is indexing repository {self.repo!r} in {redact_dsn(self.dsn)}",
@@ -340,7 +347,7 @@ class PostgresStore:
     # ---- meta ----------------------------------------------------------------------------
 
     def meta(self) -> dict[str, str]:
-        out = dict(self._db.execute("SELECT key, value FROM settings").fetchall())
+        out: dict[str, str] = dict(self._db.execute("SELECT key, value FROM settings").fetchall())
         if self._repo_id is not None:
             out.update(self._db.execute("SELECT key, value FROM repo_meta WHERE repo_id = %s", (self._repo_id,)).fetchall())
         return out
@@ -355,7 +362,7 @@ class PostgresStore:
             )
 
     def model(self) -> ModelInfo | None:
-        meta = dict(self._db.execute("SELECT key, value FROM settings WHERE key = ANY(%s)", (list(MODEL_KEYS),)).fetchall())
+        meta: dict[str, str] = dict(self._db.execute("SELECT key, value FROM settings WHERE key = ANY(%s)", (list(MODEL_KEYS),)).fetchall())
         if "model_fingerprint" not in meta:
             return None
         return ModelInfo(meta["model_id"], int(meta["model_dim"]), meta["model_fingerprint"])
@@ -583,7 +590,7 @@ class PostgresStore:
 
     def _symbol_rows(self, where: str, params: Sequence[object]) -> list[SymbolRow]:
         query = f"SELECT {_SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.repo_id = %s AND {where}"
-        return [SymbolRow(*r) for r in self._db.execute(query, (self._repo_id, *params))]  # type: ignore[arg-type]
+        return [SymbolRow(*r) for r in self._db.execute(query, (self._repo_id, *params))]
 
     def symbols_named(self, name: str) -> list[SymbolRow]:
         return self._symbol_rows("s.name = %s ORDER BY f.path, s.start_line", (name,))
@@ -604,7 +611,7 @@ class PostgresStore:
         if not ids:
             return {}
         query = f"SELECT {_SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.id = ANY(%s)"
-        return {r.id: r for r in (SymbolRow(*row) for row in self._db.execute(query, (list(ids),)))}  # type: ignore[arg-type]
+        return {r.id: r for r in (SymbolRow(*row) for row in self._db.execute(query, (list(ids),)))}
 
     def outline(self, path: str) -> list[SymbolRow]:
         return self._symbol_rows("f.path = %s ORDER BY s.start_line, s.end_line DESC", (path,))
@@ -623,7 +630,7 @@ class PostgresStore:
 
     def _edge_hits(self, where: str, params: Sequence[object]) -> list[EdgeHit]:
         query = f"SELECT {_EDGE_COLUMNS} FROM edges e JOIN files f ON f.id = e.file_id WHERE {where}"
-        return [EdgeHit(*r) for r in self._db.execute(query, params)]  # type: ignore[arg-type]
+        return [EdgeHit(*r) for r in self._db.execute(query, params)]
 
     def edges_to(self, symbol_ids: Sequence[int], kinds: Sequence[str]) -> list[EdgeHit]:
         if not symbol_ids:
@@ -652,7 +659,7 @@ class PostgresStore:
 
     def graph_stats(self) -> dict[str, object]:
         rid = self._repo_id
-        by_resolution = dict(self._db.execute(
+        by_resolution: dict[str, int] = dict(self._db.execute(
             "SELECT kind || ':' || resolution, count(*) FROM edges WHERE repo_id = %s GROUP BY 1", (rid,)
         ).fetchall())
         per_language: dict[str, dict[str, dict[str, int]]] = {}
@@ -662,7 +669,7 @@ class PostgresStore:
             (rid,),
         ):
             per_language.setdefault(language, {}).setdefault(kind, {})[resolution] = n
-        symbols = dict(self._db.execute("SELECT kind, count(*) FROM symbols WHERE repo_id = %s GROUP BY 1", (rid,)).fetchall())
+        symbols: dict[str, int] = dict(self._db.execute("SELECT kind, count(*) FROM symbols WHERE repo_id = %s GROUP BY 1", (rid,)).fetchall())
         return {"symbols": symbols, "edges": by_resolution, "per_language": per_language}
 
     # ---- reading for search (every repository unless filters name some) ------------------

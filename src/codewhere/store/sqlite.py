@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import apsw
 import numpy as np
@@ -340,8 +340,8 @@ class SqliteStore:
             db.setbusytimeout(BUSY_TIMEOUT_MS)
             db.enable_load_extension(True)
             db.load_extension(sqlite_vec.loadable_path())
-            app_id = db.execute("PRAGMA application_id").fetchone()[0]
-            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            app_id = db.execute("PRAGMA application_id").get
+            tables = db.execute("SELECT count(*) FROM sqlite_master").get
         except apsw.NotADBError as exc:
             raise IndexFileError(
                 f"{path} is not a SQLite database (corrupt, truncated or foreign)",
@@ -354,8 +354,8 @@ class SqliteStore:
                 raise IndexFileError(f"cannot create the index {path}: {exc}",
                                      "make its folder writable, or pass --index FILE") from exc
             db = SqliteStore._connect_read_only(path)  # a folder we may not write: no -shm can be made
-            app_id = db.execute("PRAGMA application_id").fetchone()[0]
-            tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            app_id = db.execute("PRAGMA application_id").get
+            tables = db.execute("SELECT count(*) FROM sqlite_master").get
         except apsw.Error as exc:
             raise IndexFileError(f"cannot open the index {path}: {exc}", "check its permissions, or pass --index FILE") from exc
         if tables and app_id != APPLICATION_ID:
@@ -438,7 +438,7 @@ class SqliteStore:
         try:
             db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
             try:
-                return db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+                return db.execute("PRAGMA application_id").get == APPLICATION_ID
             finally:
                 db.close()
         except apsw.Error:
@@ -483,7 +483,7 @@ class SqliteStore:
     # ---- meta ----------------------------------------------------------------------------
 
     def meta(self) -> dict[str, str]:
-        return dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        return {str(key): str(value) for key, value in self._db.execute("SELECT key, value FROM meta")}
 
     def set_meta(self, values: dict[str, str]) -> None:
         self._db.executemany(
@@ -507,8 +507,8 @@ class SqliteStore:
                RETURNING id""",
             (record.path, record.size, record.mtime_ns, digest, record.kind.value, record.language,
              skip.value if skip else None),
-        ).fetchone()
-        return int(row[0])
+        ).get
+        return int(row)
 
     def _delete_chunks_of(self, file_id: int) -> None:
         """Everything derived from a file's content: chunks, symbols, edges and their FTS rows."""
@@ -546,7 +546,7 @@ class SqliteStore:
                    VALUES(?,?,?,?,?,?,?) RETURNING id""",
                 (file_id, chunk.start_line, chunk.end_line, chunk.content_hash, chunk.text,
                  chunk.embed_text if chunk.embed else None, " ".join(chunk.mentions) or None),
-            ).fetchone()[0]
+            ).get
             self._db.execute(
                 "INSERT INTO chunks_fts(rowid, path, body) VALUES(?, ?, ?)", (chunk_id, path_tokens, body_tokens)
             )
@@ -564,7 +564,7 @@ class SqliteStore:
                    decorators, parent, chunk_id) VALUES(?,?,?,?,?,?,?,?,?,?,?) RETURNING id""",
                 (file_id, symbol.name, symbol.qualified_name, symbol.kind, symbol.start_line, symbol.end_line,
                  symbol.signature, symbol.doc, "\n".join(symbol.decorators), symbol.parent, chunk_of.get(symbol.start_line)),
-            ).fetchone()[0]
+            ).get
             symbol_ids.setdefault(symbol.qualified_name, symbol_id)
             self._db.execute("INSERT INTO symbols_fts(rowid, name, split, qualified) VALUES(?,?,?,?)", (symbol_id, *fts))
         self._db.executemany(
@@ -622,7 +622,7 @@ class SqliteStore:
         for content_hash, vector in zip(hashes, vectors, strict=True):
             row_id = self._db.execute(
                 "INSERT INTO embeddings(content_hash) VALUES(?) RETURNING id", (content_hash,)
-            ).fetchone()[0]
+            ).get
             self._db.execute(
                 "INSERT INTO vec_chunks(rowid, embedding) VALUES(?, ?)", (row_id, np.asarray(vector, np.float32).tobytes())
             )
@@ -638,7 +638,7 @@ class SqliteStore:
         return len(orphans)
 
     def vector_count(self) -> int:
-        return int(self._db.execute("SELECT count(*) FROM embeddings").fetchone()[0])
+        return int(self._db.execute("SELECT count(*) FROM embeddings").get)
 
     def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) of the nearest chunks, best first."""
@@ -662,7 +662,7 @@ class SqliteStore:
             rows = self._db.execute(sql, params).fetchall()
         except apsw.SQLError as exc:
             raise ModelError(f"vector search failed ({exc})", "run `codewhere index --rebuild`") from exc
-        return [(int(cid), 1.0 - float(distance)) for cid, distance in rows]
+        return [(int(cid), 1.0 - float(distance)) for cid, distance in cast(list[tuple[int, float]], rows)]
 
     def clear_files(self) -> None:
         """Forget every file (a chunker change): the next refresh re-reads and re-chunks all."""
@@ -762,12 +762,12 @@ class SqliteStore:
         for at in range(0, len(target_ids), 500):
             part = target_ids[at : at + 500]
             sql = edge_sources_sql(",".join("?" * len(part)), ",".join("?" * len(kinds)))
-            out += self._db.execute(sql, (*part, *kinds)).fetchall()
+            out += cast(list[tuple[int, str, str, int]], self._db.execute(sql, (*part, *kinds)).fetchall())
         return out if len(target_ids) <= 500 else sorted(out, key=lambda r: (r[2], r[3]))
 
     def graph_stats(self) -> dict[str, object]:
         by_resolution = dict(self._db.execute("SELECT kind || ':' || resolution, count(*) FROM edges GROUP BY 1"))
-        per_language = {}
+        per_language: dict[str, dict[str, dict[str, int]]] = {}
         for language, kind, resolution, n in self._db.execute(
             """SELECT f.language, e.kind, e.resolution, count(*) FROM edges e JOIN files f ON f.id = e.file_id
                GROUP BY 1, 2, 3"""
@@ -789,7 +789,7 @@ class SqliteStore:
             rows = self._db.execute(sql, (match, *params, limit)).fetchall()
         except apsw.SQLError as exc:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
-        return [(int(i), -float(s)) for i, s in rows]
+        return [(int(i), -float(s)) for i, s in cast(list[tuple[int, float]], rows)]
 
     def keep_chunks_in_memory(self) -> None:
         """Serve candidate rows, chunks and call targets from memory from the next read on,
@@ -941,10 +941,10 @@ class SqliteStore:
     def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]:
         """(path, start line, end line) of every chunk the filters let through."""
         where, params = self._filter(filters)
-        return self._db.execute(
+        return cast(list[tuple[str, int, int]], self._db.execute(
             f"SELECT f.path, c.start_line, c.end_line FROM chunks c JOIN files f ON f.id = c.file_id WHERE 1{where}",
             params,
-        ).fetchall()
+        ).fetchall())
 
     def indexed_paths(self, filters: Filters) -> list[str]:
         where, params = self._filter(filters)
@@ -955,8 +955,8 @@ class SqliteStore:
 
     def stats(self) -> StoreStats:
         db = self._db
-        files, size = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM files WHERE skip_reason IS NULL").fetchone()
-        chunks = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        files, size = db.execute("SELECT count(*), coalesce(sum(size), 0) FROM files WHERE skip_reason IS NULL").get
+        chunks = db.execute("SELECT count(*) FROM chunks").get
         skipped = dict(db.execute("SELECT skip_reason, count(*) FROM files WHERE skip_reason IS NOT NULL GROUP BY 1"))
         kinds = dict(db.execute("SELECT kind, count(*) FROM files WHERE skip_reason IS NULL GROUP BY 1"))
         langs = dict(db.execute("SELECT language, count(*) FROM files WHERE skip_reason IS NULL GROUP BY 1 ORDER BY 2 DESC"))
