@@ -22,13 +22,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
-from splits import SPLITS  # noqa: E402
-
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.evaluate import load_query_file  # noqa: E402
 from codewhere.search.signals import SIGNALS  # noqa: E402
+from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
+from splits import SPLITS  # noqa: E402
 
 
 def repo_digest(index: Index, queries: list[str]) -> str:

@@ -14,6 +14,7 @@ from codewhere.embed.static import load_folder, load_hub
 from codewhere.errors import ModelError
 from codewhere.search.fuse import rrf
 from codewhere.search.keyword import bm25_ranking, definition_ranking
+from codewhere.search.query import parse_query
 from codewhere.types import Filters
 from tests.conftest import SAMPLE_REPO, make_tiny_model2vec, write_tree
 
@@ -188,9 +189,9 @@ def test_hybrid_is_exactly_rrf_k60_over_keyword_and_semantic_top_30(tmp_path: Pa
     with Index.open(root, settings=Settings.from_env(), embedder=fake) as index:
         index.refresh()
         query = "function value returned by the payment gateway"
-        keyword = [cid for cid, _ in bm25_ranking(index.store, query, 30, Filters())]
+        keyword = [cid for cid, _ in bm25_ranking(index.store, parse_query(query), 30, Filters())]
         semantic = [cid for cid, _ in index.store.vector_search(fake.embed_query(query), 30, Filters())]
-        assert definition_ranking(index.store, query, 30, Filters()) == []
+        assert definition_ranking(index.store, parse_query(query), 30, Filters()) == []
         expected = rrf({"keyword": keyword, "semantic": semantic}, k=60, depth=30)[:15]
         chunks = index.store.get_chunks([cid for cid, _, _ in expected])
         hits = index.search(query, k=15, mode="hybrid", disabled_signals=["all"])  # plain fusion

@@ -6,7 +6,8 @@ import pytest
 
 from codewhere.search import signals
 from codewhere.search.fuse import rrf
-from codewhere.search.signals import Candidate, query_shape
+from codewhere.search.query import parse_query
+from codewhere.search.signals import Candidate
 from codewhere.store.base import CandidateRow
 from codewhere.tokens import compound
 from codewhere.types import FileKind
@@ -23,33 +24,33 @@ def ids(candidates: list[Candidate]) -> list[int]:
     return [c.chunk_id for c in candidates]
 
 
-def test_query_shape() -> None:
-    assert query_shape("raise_for_status").identifier and query_shape("raise_for_status").names == {"raiseforstatus"}
-    assert query_shape("Router").names == {"router"}  # one word is a name
-    assert query_shape("Session.resolve_redirects").names >= {"resolveredirects"}
-    prose = query_shape("how are redirects followed")
-    assert not prose.identifier and not prose.names
-    assert query_shape("tests for the redirect loop").wants_tests
-    assert query_shape("where does parseHeaders split lines").names == {"parseheaders"}
+def test_parse_query() -> None:
+    assert parse_query("raise_for_status").name_like and parse_query("raise_for_status").names == {"raiseforstatus"}
+    assert parse_query("Router").names == {"router"}  # one word is a name
+    assert parse_query("Session.resolve_redirects").names >= {"resolveredirects"}
+    prose = parse_query("how are redirects followed")
+    assert not prose.name_like and not prose.names
+    assert parse_query("tests for the redirect loop").wants_tests
+    assert parse_query("where does parseHeaders split lines").names == {"parseheaders"}
 
 
 def test_fusion_weights_lean_on_names_for_identifiers() -> None:
-    assert signals.fusion_weights(query_shape("getUserById"))["semantic"] < 1.0
-    assert signals.fusion_weights(query_shape("how users are loaded"))["semantic"] == 1.0
+    assert signals.fusion_weights(parse_query("getUserById"))["semantic"] < 1.0
+    assert signals.fusion_weights(parse_query("how users are loaded"))["semantic"] == 1.0
     # a chunk that uses the name tops both text lists; the one that defines it is only in the
     # definers' list: for an identifier the definer wins, for prose the user
     user, definer = 1, 2
     lists = {"keyword": [user], "semantic": [user], "names": [definer]}
-    assert [cid for cid, _, _ in rrf(lists, weights=signals.fusion_weights(query_shape("getUserById")))] == [definer, user]
-    assert [cid for cid, _, _ in rrf(lists, weights=signals.fusion_weights(query_shape("how users are loaded")))] == [user, definer]
+    assert [cid for cid, _, _ in rrf(lists, weights=signals.fusion_weights(parse_query("getUserById")))] == [definer, user]
+    assert [cid for cid, _, _ in rrf(lists, weights=signals.fusion_weights(parse_query("how users are loaded")))] == [user, definer]
 
 
 def test_definition_boost_puts_the_definer_first() -> None:
     user = cand(1, 0.030, defines=("run",))
     definer = cand(2, 0.025, defines=("retry_with_backoff",))
-    out = signals.definition_boost([user, definer], query_shape("retry_with_backoff"))
+    out = signals.definition_boost([user, definer], parse_query("retry_with_backoff"))
     assert ids(out) == [2, 1] and out[0].why["definition"] == 1 + signals.DEFINITION_BOOST
-    assert ids(signals.definition_boost([user, definer], query_shape("how retries work"))) == [1, 2]
+    assert ids(signals.definition_boost([user, definer], parse_query("how retries work"))) == [1, 2]
 
 
 def test_definition_boost_prefers_the_file_named_after_the_symbol() -> None:
@@ -57,7 +58,7 @@ def test_definition_boost_prefers_the_file_named_after_the_symbol() -> None:
     partial = cand(1, 0.030, "Dapper/SqlMapper.CacheInfo.cs", head=head, defines=("SqlMapper",))
     home = cand(2, 0.025, "Dapper/SqlMapper.cs", head=head, defines=("SqlMapper",))
     user = cand(3, 0.040, "Dapper/Other.cs")
-    out = signals.definition_boost([partial, home, user], query_shape("SqlMapper"))
+    out = signals.definition_boost([partial, home, user], parse_query("SqlMapper"))
     assert ids(out) == [2, 1, 3]
     assert out[0].why["definition"] == pytest.approx((1 + signals.DEFINITION_BOOST) * (1 + signals.DEFINITION_FILE_BOOST))
     assert signals.file_named_after("lib/rack/requests.rb", frozenset({"request"}))  # plural file name
@@ -68,24 +69,24 @@ def test_definition_boost_prefers_the_file_named_after_the_symbol() -> None:
 def test_a_name_typed_with_a_capital_is_defined_only_where_it_is_spelled_so() -> None:
     method = cand(1, 0.030, "lib/sinatra/base.rb", head="    def helpers\n      @instance\n", defines=("helpers",))
     module = cand(2, 0.025, "lib/sinatra/base.rb", head="  # routes\n  module Helpers\n", defines=("Helpers",))
-    out = signals.definition_boost([method, module], query_shape("Sinatra::Helpers"))
+    out = signals.definition_boost([method, module], parse_query("Sinatra::Helpers"))
     assert ids(out) == [2, 1] and "definition" not in out[1].why
     # typed in lowercase, the case says nothing: both are definers
-    out = signals.definition_boost([method, module], query_shape("helpers"))
+    out = signals.definition_boost([method, module], parse_query("helpers"))
     assert ids(out) == [1, 2] and out[0].why["definition"] == out[1].why["definition"] == 1 + signals.DEFINITION_BOOST
-    assert query_shape("Sinatra::Helpers").capitalised == {"Helpers"} and not query_shape("helpers").capitalised
-    assert not query_shape("where does parseHeaders split lines").capitalised  # its capital only separates words
+    assert parse_query("Sinatra::Helpers").capitalised == {"Helpers"} and not parse_query("helpers").capitalised
+    assert not parse_query("where does parseHeaders split lines").capitalised  # its capital only separates words
     # the name must be defined spelled so, not merely appear in the chunk: `let dispatch: Dispatch = …`
     variable = cand(3, 0.030, "src/applyMiddleware.ts", head="let dispatch: Dispatch = () => {", defines=("dispatch",))
     type_ = cand(4, 0.025, "src/types/store.ts", head="export interface Dispatch<A> {", defines=("Dispatch",))
-    out = signals.definition_boost([variable, type_], query_shape("Dispatch"))
+    out = signals.definition_boost([variable, type_], parse_query("Dispatch"))
     assert ids(out) == [4, 3] and "definition" not in out[1].why
 
 
 def test_path_signal_reads_the_file_name_and_its_folder() -> None:
     far = cand(1, 0.020, "src/scheduler/a/b/util.rs")  # the word sits three folders up
     near = cand(2, 0.015, "src/net/scheduler.rs")
-    out = signals.path_match([far, near], query_shape("how the scheduler works"))
+    out = signals.path_match([far, near], parse_query("how the scheduler works"))
     assert ids(out) == [2, 1] and "path" not in out[1].why
     assert out[0].why["path"] > 1
 
@@ -93,34 +94,34 @@ def test_path_signal_reads_the_file_name_and_its_folder() -> None:
 def test_path_signal_matches_a_word_that_starts_another() -> None:
     other = cand(1, 0.020, "lua/lazy/core/plugin.lua")
     lock = cand(2, 0.015, "lua/lazy/manage/lock.lua")
-    out = signals.path_match([other, lock], query_shape("how the lockfile pins commits"))
+    out = signals.path_match([other, lock], parse_query("how the lockfile pins commits"))
     assert ids(out) == [2, 1] and out[0].why["path"] > 1 and "path" not in out[1].why
-    shape = query_shape("lockfile")
+    shape = parse_query("lockfile")
     assert signals.path_factor(cand(3, 0.01, "src/lo.py"), shape) == 1.0  # too short to count as a prefix
-    assert signals.path_factor(cand(4, 0.01, "src/configuration.py"), query_shape("config loading")) > 1.0
+    assert signals.path_factor(cand(4, 0.01, "src/configuration.py"), parse_query("config loading")) > 1.0
 
 
 def test_path_signal_prefers_a_file_named_wholly_in_the_questions_words() -> None:
     # both paths hold `mime`, one of the question's three words; only one is named for it alone
     utils = cand(1, 0.020, "lib/rack/mime_utils.rb")
     mime = cand(2, 0.018, "lib/rack/mime.rb")
-    shape = query_shape("MIME type detection")
+    shape = parse_query("MIME type detection")
     out = signals.path_match([utils, mime], shape)
     assert ids(out) == [2, 1]
     assert signals.path_factor(mime, shape) == pytest.approx(signals.path_factor(utils, shape) * (1 + signals.PATH_NAME_BOOST))
     # camel case and the path rule's prefixes: `HttpRedirect` is `http` + `redirect`, "redirects" finds it
     prefix = signals.PATH_PREFIX_MIN
-    assert signals.named_in("ktor/plugins/HttpRedirect.kt", query_shape("how HTTP redirects are followed").path_terms, prefix)
-    assert not signals.named_in("ktor/plugins/HttpRedirect.kt", query_shape("how redirects are followed").path_terms, prefix)
+    assert signals.named_in("ktor/plugins/HttpRedirect.kt", parse_query("how HTTP redirects are followed").path_terms, prefix)
+    assert not signals.named_in("ktor/plugins/HttpRedirect.kt", parse_query("how redirects are followed").path_terms, prefix)
     # an identifier has its own rule (named after it), which this does not add to
-    assert signals.path_factor(cand(3, 0.01, "lib/rack/mime.rb"), query_shape("mime")) == 1 + signals.PATH_WEIGHT
+    assert signals.path_factor(cand(3, 0.01, "lib/rack/mime.rb"), parse_query("mime")) == 1 + signals.PATH_WEIGHT
 
 
 def test_the_whole_file_name_rule_leaves_identifiers_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     # `retry.py` is named wholly in the words of `retry_with_backoff`, and its chunk defines the name:
     # the path rule for identifiers (whole words, for the definer) decides, the boost does not
     definer = cand(1, 0.01, "src/retry.py", defines=("retry_with_backoff",))
-    identifier, prose = query_shape("retry_with_backoff"), query_shape("retry failed requests")
+    identifier, prose = parse_query("retry_with_backoff"), parse_query("retry failed requests")
     prefix = signals.PATH_PREFIX_MIN
     assert signals.named_in(definer.path, identifier.path_terms, prefix) and signals.named_in(definer.path, prose.path_terms, prefix)
     before = signals.path_factor(definer, identifier), signals.path_factor(definer, prose)
@@ -132,7 +133,7 @@ def test_the_whole_file_name_rule_leaves_identifiers_alone(monkeypatch: pytest.M
 def test_path_constants_changed_by_a_fit_take_effect_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     # fit_signals.py sets constants between runs in one process: the path signal's caches must not
     # answer with the old ones
-    shape = query_shape("how redirects are followed")
+    shape = parse_query("how redirects are followed")
     deep = cand(1, 0.01, "src/redirects/rules/policy.py")  # the word two folders above the file
     short = cand(2, 0.01, "src/redir.py")  # `redir` starts `redirect`: the prefix rule
     monkeypatch.setattr(signals, "PATH_FOLDERS", 1)
@@ -148,30 +149,30 @@ def test_path_constants_changed_by_a_fit_take_effect_at_once(monkeypatch: pytest
 def test_path_signal_takes_only_a_file_or_folder_named_after_an_identifier() -> None:
     folder = cand(1, 0.01, "fastapi/dependencies/utils.py")
     named = cand(2, 0.01, "fastapi/depends.py")
-    assert signals.path_factor(folder, query_shape("Depends")) == 1.0  # `depend` only starts `dependencies`
-    assert signals.path_factor(named, query_shape("Depends")) == 1 + signals.PATH_WEIGHT
-    assert signals.path_factor(folder, query_shape("what a route depends on")) > 1.0  # prose keeps the prefix rule
+    assert signals.path_factor(folder, parse_query("Depends")) == 1.0  # `depend` only starts `dependencies`
+    assert signals.path_factor(named, parse_query("Depends")) == 1 + signals.PATH_WEIGHT
+    assert signals.path_factor(folder, parse_query("what a route depends on")) > 1.0  # prose keeps the prefix rule
     # a file sharing a part of the name is not named after it; a file or folder spelled so is
-    assert signals.path_factor(cand(3, 0.01, "lib/curl_trc.c"), query_shape("curl_msnprintf")) == 1.0
-    assert signals.path_factor(cand(4, 0.01, "lib/easy.c"), query_shape("Curl_easy")) == 1.0
-    assert signals.path_factor(cand(5, 0.01, "tokio/src/task/join_set.rs"), query_shape("JoinSet")) > 1.0
-    assert signals.path_factor(cand(6, 0.01, "tokio/src/sync/mpsc/mod.rs"), query_shape("mpsc")) > 1.0
-    assert signals.path_factor(cand(7, 0.01, "lib/rack/builder.rb"), query_shape("Rack::Builder")) > 1.0
+    assert signals.path_factor(cand(3, 0.01, "lib/curl_trc.c"), parse_query("curl_msnprintf")) == 1.0
+    assert signals.path_factor(cand(4, 0.01, "lib/easy.c"), parse_query("Curl_easy")) == 1.0
+    assert signals.path_factor(cand(5, 0.01, "tokio/src/task/join_set.rs"), parse_query("JoinSet")) > 1.0
+    assert signals.path_factor(cand(6, 0.01, "tokio/src/sync/mpsc/mod.rs"), parse_query("mpsc")) > 1.0
+    assert signals.path_factor(cand(7, 0.01, "lib/rack/builder.rb"), parse_query("Rack::Builder")) > 1.0
     # a file sharing a part of the name still counts for the name's definer, by whole words
     definer = cand(8, 0.01, "src/retry.py", defines=("retry_with_backoff",))
-    assert signals.path_factor(definer, query_shape("retry_with_backoff")) > 1.0
-    assert signals.path_factor(cand(9, 0.01, "src/retry.py"), query_shape("retry_with_backoff")) == 1.0
+    assert signals.path_factor(definer, parse_query("retry_with_backoff")) > 1.0
+    assert signals.path_factor(cand(9, 0.01, "src/retry.py"), parse_query("retry_with_backoff")) == 1.0
     assert signals.path_factor(cand(10, 0.01, "src/backoffice.py", defines=("retry_with_backoff",)),
-                               query_shape("retry_with_backoff")) == 1.0  # `backoff` only starts `backoffice`
+                               parse_query("retry_with_backoff")) == 1.0  # `backoff` only starts `backoffice`
 
 
 def test_size_prior_steps_small_chunks_back() -> None:
     getter = cand(1, 0.020, head="def body(self):\n    return self._body\n")
     real = cand(2, 0.018, head="".join(f"line {i}\n" for i in range(signals.SMALL_CHUNK_LINES + 1)))
-    out = signals.size_prior([getter, real], query_shape("request body"))
+    out = signals.size_prior([getter, real], parse_query("request body"))
     assert ids(out) == [2, 1] and out[1].why["size"] == signals.SMALL_CHUNK_PENALTY and "size" not in out[0].why
     at_limit = cand(3, 0.020, head="".join(f"line {i}\n" for i in range(signals.SMALL_CHUNK_LINES)))
-    assert signals.size_factor(at_limit, query_shape("x")) == signals.SMALL_CHUNK_PENALTY
+    assert signals.size_factor(at_limit, parse_query("x")) == signals.SMALL_CHUNK_PENALTY
 
 
 def test_kind_prior_demotes_tests_docs_examples_reexports_and_stubs_unless_asked() -> None:
@@ -181,33 +182,33 @@ def test_kind_prior_demotes_tests_docs_examples_reexports_and_stubs_unless_asked
     example = cand(4, 0.015, "examples/demo.py")
     reexport = cand(5, 0.016, "pkg/__init__.py", head="from .a import b\nfrom .c import d\n__all__ = ['b', 'd']")
     stub = cand(6, 0.017, "types/index.d.ts")
-    out = signals.kind_prior([code, test, docs, example, reexport, stub], query_shape("parse the config"))
+    out = signals.kind_prior([code, test, docs, example, reexport, stub], parse_query("parse the config"))
     assert ids(out)[0] == 1
-    asked = signals.kind_prior([code, test], query_shape("tests for parsing the config"))
+    asked = signals.kind_prior([code, test], parse_query("tests for parsing the config"))
     assert ids(asked) == [2, 1]
     real_init = cand(7, 0.016, "pkg/__init__.py", head="def main():\n    run()\n")
-    assert signals.kind_prior([real_init], query_shape("main"))[0].score == pytest.approx(0.016)
+    assert signals.kind_prior([real_init], parse_query("main"))[0].score == pytest.approx(0.016)
 
 
 def test_evidence_moves_a_tests_score_to_the_code_it_calls_and_pulls_it_in() -> None:
     test = cand(10, 0.030, "tests/test_auth.py", FileKind.TEST)
     other = cand(11, 0.012, "src/other.py")
     target = cand(12, 0.0, "src/auth.py")
-    out = signals.evidence_transfer([test, other], query_shape("strip the password"), {10: [12]}, lambda wanted: {12: target} if 12 in wanted else {})
+    out = signals.evidence_transfer([test, other], parse_query("strip the password"), {10: [12]}, lambda wanted: {12: target} if 12 in wanted else {})
     assert 12 in ids(out)
     pulled = next(c for c in out if c.chunk_id == 12)
     assert pulled.score == pytest.approx(signals.EVIDENCE_SHARE * 0.030) and pulled.why["evidence"] == [10]
-    after = ids(signals.kind_prior(out, query_shape("strip the password")))
+    after = ids(signals.kind_prior(out, parse_query("strip the password")))
     assert after.index(12) < after.index(10)  # then the code stands above the test that pointed at it
     # split between several targets; code chunks give nothing away
-    split = signals.evidence_transfer([test, other], query_shape("x"), {10: [11, 12], 11: [10]}, lambda w: {12: target})
+    split = signals.evidence_transfer([test, other], parse_query("x"), {10: [11, 12], 11: [10]}, lambda w: {12: target})
     assert next(c for c in split if c.chunk_id == 11).score == pytest.approx(0.012 + signals.EVIDENCE_SHARE * 0.015)
     assert next(c for c in split if c.chunk_id == 10).score == pytest.approx(0.030)
 
 
 def test_evidence_is_off_when_the_query_asks_for_tests() -> None:
     test = cand(10, 0.030, "tests/test_auth.py", FileKind.TEST)
-    assert signals.evidence_transfer([test], query_shape("tests for auth"), {10: [12]}, lambda w: {12: cand(12, 0.0)}) == [test]
+    assert signals.evidence_transfer([test], parse_query("tests for auth"), {10: [12]}, lambda w: {12: cand(12, 0.0)}) == [test]
     reads: list[str] = []
 
     def links(query: str) -> dict[int, list[int]]:
@@ -215,17 +216,17 @@ def test_evidence_is_off_when_the_query_asks_for_tests() -> None:
         return {10: [12]}
 
     for query in ("tests for auth", "strip the auth header"):
-        signals.apply_signals([test], query_shape(query), signals.SIGNALS, lambda q=query: links(q), lambda w: {})
+        signals.apply_signals([test], parse_query(query), signals.SIGNALS, lambda q=query: links(q), lambda w: {})
     assert reads == ["strip the auth header"]  # the links are not even read for a question about tests
 
 
 def test_signature_weight_counts_query_words_in_the_symbol_head() -> None:
     a = cand(1, 0.020, head="def unrelated_name(x):\n    return x", defines=("unrelated_name",))
     b = cand(2, 0.018, head="def rewind_body(prepared_request):\n    pass", defines=("rewind_body",))
-    out = signals.signature_weight([a, b], query_shape("rewind the body"))
+    out = signals.signature_weight([a, b], parse_query("rewind the body"))
     assert ids(out) == [2, 1] and out[0].why["signature"] == pytest.approx(1 + signals.SIGNATURE_WEIGHT)
     plain = cand(3, 0.019, head="rewind body")  # not a symbol chunk: untouched
-    assert signals.signature_weight([plain], query_shape("rewind the body"))[0].score == 0.019
+    assert signals.signature_weight([plain], parse_query("rewind the body"))[0].score == 0.019
 
 
 def test_coherence_lifts_a_files_best_chunk_and_caps_chunks_per_file() -> None:
@@ -270,7 +271,7 @@ def test_folder_lifts_a_file_whose_folder_holds_other_good_files() -> None:
 
 def test_a_signal_records_why_only_when_it_changes_something() -> None:
     code, test = cand(1, 0.02), cand(2, 0.03, "tests/test_a.py", FileKind.TEST)
-    out = signals.kind_prior([code, test], query_shape("parse the config"))
+    out = signals.kind_prior([code, test], parse_query("parse the config"))
     assert out[0] == code and "kind-prior" not in out[0].why
     assert out[1].why == {"kind-prior": signals.TEST_PENALTY} and out[1].score == pytest.approx(0.03 * signals.TEST_PENALTY)
 
@@ -301,7 +302,7 @@ def _random_candidates(rng: random.Random) -> tuple[list[Candidate], dict[int, l
 @pytest.mark.parametrize("query", ["rewind the body", "Router", "how does the queue manager retry", "tests for auth"])
 def test_all_signals_in_one_pass_equal_each_signal_in_turn(query: str) -> None:
     rng = random.Random(query)
-    shape = query_shape(query)
+    shape = parse_query(query)
     for _ in range(50):
         candidates, evidence, outside = _random_candidates(rng)
         fetch = lambda wanted: {cid: outside[cid] for cid in wanted if cid in outside}  # noqa: E731
@@ -325,7 +326,7 @@ def _row(c: Candidate) -> CandidateRow:
 def test_the_stores_rows_with_scores_beside_them_rank_as_candidates_do(query: str) -> None:
     """The engine hands the store's rows in as they are, scores and `why`s in lists beside them."""
     rng = random.Random(query)
-    shape = query_shape(query)
+    shape = parse_query(query)
     for _ in range(30):
         candidates, evidence, outside = _random_candidates(rng)
         as_candidates = signals.apply_signals(candidates, shape, signals.SIGNALS, lambda: evidence,
@@ -342,11 +343,11 @@ def test_coherence_lifts_only_the_files_defining_a_typed_name() -> None:
     where it lives. For a question in words, the busy file keeps its lift."""
     user = [cand(1 + i, 0.030 - i * 0.001, "src/jobs.py") for i in range(3)]
     definer = [cand(4, 0.025, "src/retry.py", defines=("retry_with_backoff",)), cand(5, 0.005, "src/retry.py")]
-    out = signals.file_coherence([*user, *definer], query_shape("retry_with_backoff"))
+    out = signals.file_coherence([*user, *definer], parse_query("retry_with_backoff"))
     assert ids(out)[:2] == [4, 1] and out[0].why["coherence"] == 1 + signals.COHERENCE and "coherence" not in out[1].why
-    assert ids(signals.file_coherence([*user, *definer], query_shape("how jobs retry with backoff")))[0] == 1
+    assert ids(signals.file_coherence([*user, *definer], parse_query("how jobs retry with backoff")))[0] == 1
     # no candidate defines the name: every file keeps its support
-    assert ids(signals.file_coherence([*user, definer[1]], query_shape("retry_with_backoff")))[0] == 1
+    assert ids(signals.file_coherence([*user, definer[1]], parse_query("retry_with_backoff")))[0] == 1
 
 
 def test_a_hard_cap_puts_every_files_extra_chunks_after_every_files_best(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,3 +1,4 @@
+from codewhere.search.query import parse_query
 from codewhere.search.snippets import MAX_LINE_CHARS, snippet
 
 BODY = "\n".join([
@@ -10,29 +11,33 @@ BODY = "\n".join([
 
 
 def test_snippet_starts_at_the_line_with_most_query_terms() -> None:
-    line, text = snippet(BODY, 10, "raise for status of the response")
+    line, text = snippet(BODY, 10, terms("raise for status of the response"))
     assert line == 13
     assert text.splitlines()[0] == "    response.raise_for_status()"
 
 
 def test_snippet_matches_other_spellings_of_an_identifier() -> None:
-    assert snippet(BODY, 1, "raiseForStatus")[0] == 4
-    assert snippet("a = 1\nclass HTTPAdapter:\n    pass", 1, "http-adapter")[0] == 2
+    assert snippet(BODY, 1, terms("raiseForStatus"))[0] == 4
+    assert snippet("a = 1\nclass HTTPAdapter:\n    pass", 1, terms("http-adapter"))[0] == 2
 
 
 def test_snippet_without_a_matching_line_shows_the_first_lines() -> None:
-    line, text = snippet(BODY, 7, "websocket handshake", lines=2)
+    line, text = snippet(BODY, 7, terms("websocket handshake"), lines=2)
     assert (line, text) == (7, "def fetch(url):\n    # no query word here")
 
 
 def test_snippet_cuts_a_long_line_and_still_scores_it() -> None:
     minified = "x=1;" * 50_000 + "needle()"
-    line, text = snippet(f"{'var a;' * 400}\nvar needle = 1;\n{minified}", 1, "needle")
+    line, text = snippet(f"{'var a;' * 400}\nvar needle = 1;\n{minified}", 1, terms("needle"))
     assert line == 2
     assert all(len(shown) <= MAX_LINE_CHARS + 1 for shown in text.splitlines())
 
 
 def test_snippet_lines_stay_aligned_when_lowercasing_changes_length() -> None:
     # 'İ'.lower() is two characters; the fold must not shift which line is picked
-    line, _ = snippet("İİİ\nx\nİ\nfind_me()", 1, "find_me")
+    line, _ = snippet("İİİ\nx\nİ\nfind_me()", 1, terms("find_me"))
     assert line == 4
+
+
+def terms(query: str) -> tuple[str, ...]:
+    return parse_query(query).terms

@@ -25,6 +25,7 @@ from codewhere.errors import (
 from codewhere.evaluate import EvalResult, IndexedSpans, QueryFile, run_eval
 from codewhere.indexer import IndexReport, Progress
 from codewhere.search import engine
+from codewhere.search.query import parse_query
 from codewhere.search.signals import SIGNALS
 from codewhere.store import Store, StoreStats, open_store
 from codewhere.types import FileKind, Filters, Hit, Mode, SymbolRow
@@ -309,7 +310,7 @@ class Index:
         if self._searched:  # a second search: this process searches on (a server, an eval), so keep the chunks at hand
             self.store.keep_chunks_in_memory()
         self._searched = True
-        hits = engine.search(self.store, query, k, mode, filters, embedder, off, reranker, self.settings.rerank_top_n)
+        hits = engine.search(self.store, parse_query(query), k, mode, filters, embedder, off, reranker, self.settings.rerank_top_n)
         if not hits and filters.scopes and not self.store.indexed_paths(Filters(scopes=filters.scopes, repos=filters.repos)):
             raise QueryError(f"--scope {', '.join(filters.scopes)} matches no indexed file in {self.root}",
                              "give a folder or file path relative to the root, e.g. --scope src/")
@@ -365,7 +366,7 @@ class Index:
         embedder = self.embedder()
         vector = embedder.embed_documents([source.embed_text])[0]
         found = [(cid, sim) for cid, sim in self.store.vector_search(vector, k + 1, Filters(repos=(self.store.repo,))) if cid != source.id][:k]
-        return engine.to_hits(self.store, [engine.Ranked(cid, sim, {"semantic": i}) for i, (cid, sim) in enumerate(found, 1)], "")
+        return engine.to_hits(self.store, [engine.Ranked(cid, sim, {"semantic": i}) for i, (cid, sim) in enumerate(found, 1)], ())
 
     # ---- graph questions -----------------------------------------------------------------
 

@@ -61,19 +61,15 @@ def index_tokens(text: str) -> str:
 
 
 def query_terms(query: str) -> list[str]:
-    """Distinct terms of a query, stop words dropped unless nothing else is left."""
-    return list(_query_terms(query))
-
-
-@lru_cache(maxsize=1024)  # one search asks for a query's terms several times
-def _query_terms(query: str) -> tuple[str, ...]:
+    """Distinct terms of a query, stop words dropped unless nothing else is left (called once a
+    search, by search/query.py)."""
     terms: list[str] = []
     for match in _WORD.finditer(query):
         for token in word_tokens(match.group()):
             if token not in terms:
                 terms.append(token)
     content = [t for t in terms if t not in STOP_WORDS and len(t) > 1]
-    return tuple(content or terms)
+    return content or terms
 
 
 def is_identifier_query(query: str) -> bool:

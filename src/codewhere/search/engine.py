@@ -9,11 +9,11 @@ from codewhere.embed import Embedder
 from codewhere.search import signals
 from codewhere.search.fuse import RRF_DEPTH, rrf
 from codewhere.search.keyword import bm25_ranking, definition_ranking
+from codewhere.search.query import Query
 from codewhere.search.rerank import PairScorer, reorder, rerank_text
 from codewhere.search.snippets import snippet
 from codewhere.store import Store
 from codewhere.store.base import CandidateRow
-from codewhere.tokens import identifier_name, is_identifier_query
 from codewhere.types import FileKind, Filters, Hit, Mode, StoredChunk
 
 
@@ -25,7 +25,7 @@ class Ranked:
     chunk: StoredChunk | None = None  # when ranking already read it
 
 
-def keyword_ranked(store: Store, query: str, limit: int, filters: Filters) -> list[Ranked]:
+def keyword_ranked(store: Store, query: Query, limit: int, filters: Filters) -> list[Ranked]:
     """BM25 order, except that chunks defining a queried identifier come first."""
     bm25 = bm25_ranking(store, query, max(limit, RRF_DEPTH), filters)
     bm25_rank = {cid: rank for rank, (cid, _) in enumerate(bm25, start=1)}
@@ -44,27 +44,27 @@ def keyword_ranked(store: Store, query: str, limit: int, filters: Filters) -> li
     return out
 
 
-def semantic_ranked(store: Store, embedder: Embedder, query: str, limit: int, filters: Filters) -> list[Ranked]:
-    found = store.vector_search(embedder.embed_query(query), limit, filters)
+def semantic_ranked(store: Store, embedder: Embedder, query: Query, limit: int, filters: Filters) -> list[Ranked]:
+    found = store.vector_search(embedder.embed_query(query.text), limit, filters)
     return [Ranked(cid, similarity, {"semantic": rank}) for rank, (cid, similarity) in enumerate(found, start=1)]
 
 
 def hybrid_ranked(
-    store: Store, embedder: Embedder, query: str, limit: int, filters: Filters,
+    store: Store, embedder: Embedder, query: Query, limit: int, filters: Filters,
     disabled: frozenset[str] = frozenset(),
 ) -> list[Ranked]:
     """RRF (k=60) over the keyword top 30, the vector top 30 and the chunks defining a queried
     name, then the ranking signals (search/signals.py) unless disabled."""
     rankings = {
         "keyword": [cid for cid, _ in bm25_ranking(store, query, RRF_DEPTH, filters)],
-        "semantic": [cid for cid, _ in store.vector_search(embedder.embed_query(query), RRF_DEPTH, filters)],
+        "semantic": [cid for cid, _ in store.vector_search(embedder.embed_query(query.text), RRF_DEPTH, filters)],
     }
     if disabled >= set(signals.SIGNALS):  # plain fusion: the baseline the signals are measured against
         rankings["names"] = definition_ranking(store, query, RRF_DEPTH, filters)
         return [Ranked(cid, score, dict(ranks)) for cid, score, ranks in rrf(rankings)[:limit]]
-    shape = signals.query_shape(query)
+    shape = query
     # one lookup for the queried identifier and, with query-shape, every name-like word (`Router`)
-    own = identifier_name(query) if is_identifier_query(query) else None
+    own = query.identifier
     extra = sorted(shape.names) if "query-shape" not in disabled else []
     # a name typed with a leading capital is looked up where it is defined spelled so (signals.definition_factor)
     spelled = sorted(shape.capitalised) if "query-shape" not in disabled else []
@@ -111,14 +111,14 @@ def _read(store: Store, ranked: list[Ranked]) -> dict[int, StoredChunk]:
     return chunks
 
 
-def to_hits(store: Store, ranked: list[Ranked], query: str) -> list[Hit]:
+def to_hits(store: Store, ranked: list[Ranked], terms: tuple[str, ...]) -> list[Hit]:
     chunks = _read(store, ranked)
     hits = []
     for r in ranked:
         chunk = chunks.get(r.chunk_id)
         if chunk is None:  # deleted by a concurrent refresh between the two reads
             continue
-        _, text = snippet(chunk.text, chunk.start_line, query)
+        _, text = snippet(chunk.text, chunk.start_line, terms)
         hits.append(
             Hit(chunk.path, chunk.start_line, chunk.end_line, round(r.score, 6), chunk.kind, chunk.language, text, r.why,
                 chunk.repo)
@@ -127,7 +127,7 @@ def to_hits(store: Store, ranked: list[Ranked], query: str) -> list[Hit]:
 
 
 def search(
-    store: Store, query: str, k: int, mode: Mode, filters: Filters, embedder: Embedder | None = None,
+    store: Store, query: Query, k: int, mode: Mode, filters: Filters, embedder: Embedder | None = None,
     disabled: frozenset[str] = frozenset(), reranker: PairScorer | None = None, rerank_top_n: int = 0,
 ) -> list[Hit]:
     """`reranker` re-scores the best `rerank_top_n` candidates; if it has no scores, the fused order stands."""
@@ -142,14 +142,14 @@ def search(
         ranked = hybrid_ranked(store, embedder, query, depth, filters, disabled)
     if reranker is not None and ranked:
         ranked = _reranked(store, reranker, query, ranked, rerank_top_n)
-    return to_hits(store, ranked[:k], query)
+    return to_hits(store, ranked[:k], query.terms)
 
 
-def _reranked(store: Store, reranker: PairScorer, query: str, ranked: list[Ranked], top_n: int) -> list[Ranked]:
+def _reranked(store: Store, reranker: PairScorer, query: Query, ranked: list[Ranked], top_n: int) -> list[Ranked]:
     head = ranked[:top_n]
     chunks = _read(store, head)
     head = [r for r in head if r.chunk_id in chunks]
-    scores = reranker.score(query, [rerank_text(chunks[r.chunk_id].path, chunks[r.chunk_id].text) for r in head])
+    scores = reranker.score(query.text, [rerank_text(chunks[r.chunk_id].path, chunks[r.chunk_id].text) for r in head])
     if scores is None:
         return ranked
     by_id = {r.chunk_id: (r, s) for r, s in zip(head, scores, strict=True)}

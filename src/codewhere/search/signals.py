@@ -16,17 +16,12 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
 from typing import NamedTuple, Protocol
 
-from codewhere.tokens import (
-    compound,
-    is_identifier_query,
-    query_terms,
-    split_identifier,
-)
+from codewhere.search.query import Query, parse_query, stem
+from codewhere.tokens import compound, split_identifier
 from codewhere.types import FileKind
 
 # ---- constants (one place; see the module docstring for how they were chosen) ----------------
@@ -56,9 +51,6 @@ MISSPELLED_DEFINITION_SHARE = 0.0  # of the boost, for a definer that doesn't de
 PATH_FOLDERS = 1  # the path signal reads the file name and this many folders above it (0: all)
 PATH_PREFIX_MIN = 3  # path and query words match when one starts the other, both this long (`lock`, `lockfile`)
 
-TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "mocks"})
-# "documentation" is left out on purpose: "documentation generation" asks for the code that generates it
-DOCS_WORDS = frozenset({"readme", "guide", "tutorial", "changelog", "docs"})
 EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|bench|vendor|vendored|third_party|thirdparty|compat|_compat)(/|$)", re.IGNORECASE)
 _REEXPORT_FILE = re.compile(r"(^|/)(__init__\.py|index\.[cm]?[jt]sx?|mod\.rs)$")
 _STUB_FILE = re.compile(r"\.(d\.ts|pyi)$")
@@ -66,59 +58,8 @@ REEXPORT_LINES = 20  # a re-export file shows itself in its first lines
 _REEXPORT_LINE = re.compile(r"^\s*(from\s+\S+\s+import|import\s|export\s+(\*|\{)|pub\s+use\s|__all__|\)|[\w\s,]*,\s*$|#|$)")
 
 
-@dataclass(frozen=True)
-class QueryShape:
-    terms: tuple[str, ...]
-    names: frozenset[str]  # compound names the query asks for (`raise_for_status`, `Router`)
-    identifier: bool
-    wants_tests: bool
-    wants_docs: bool
-    term_set: frozenset[str] = frozenset()  # the terms, for the signature signal
-    path_terms: frozenset[str] = frozenset()  # stems of the longer terms, for the path signal
-    capitalised: frozenset[str] = frozenset()  # the names typed with a leading capital, as typed (`Helpers`)
-
-
-def query_shape(query: str) -> QueryShape:
-    terms = tuple(query_terms(query))
-    words = [w.lower() for w in _WORD.findall(query)]
-    alone = len(words) == 1
-    identifier = is_identifier_query(query) or (len(query.split()) == 1 and len(query.strip()) > 2)
-    typed = [last_segment(tok) for tok in query.split() if _looks_like_code(tok, alone)]  # as typed: `Helpers`
-    names = {compound(tok) for tok in _NAME_SEPARATORS.split(query) if tok and _looks_like_code(tok, alone)}
-    names |= {compound(name) for name in typed}
-    word_set = set(words)
-    return QueryShape(
-        terms, frozenset(n for n in names if n), identifier,
-        not TEST_WORDS.isdisjoint(word_set), not DOCS_WORDS.isdisjoint(word_set),
-        frozenset(terms), frozenset(stem(t) for t in terms if len(t) > 2),
-        frozenset(n for n in typed if _CAPITALISED_NAME.fullmatch(n)),
-    )
-
-
-_WORD = re.compile(r"\w+")
-_NAME_SEPARATORS = re.compile(r"[\s,;]+")
-_SEGMENT_SEPARATORS = re.compile(r"::|\.|->|#")
-_CODE_TOKEN = re.compile(r"[A-Za-z_$][\w$.:#>-]*(\(\))?")
-_CODE_MARK = re.compile(r"_|[a-z][A-Z]|::|\.\w|\(\)|^[A-Z][a-z]+[A-Z]")
-# a leading capital is deliberate (a type, not the function or variable of the same letters); later
-# ones only separate words: `parseHeaders` may be typed for `parse_headers`
-_CAPITALISED_NAME = re.compile(r"[A-Z][\w$]*")
-
-
-def last_segment(token: str) -> str:
-    """`Sinatra::Helpers` → `Helpers`, `Session.send()` → `send`."""
-    return _SEGMENT_SEPARATORS.split(token.strip("`'\"").removesuffix("()"))[-1]
-
-
-def _looks_like_code(token: str, alone: bool) -> bool:
-    token = token.strip("`'\"")
-    if not _CODE_TOKEN.fullmatch(token):
-        return False
-    return alone or bool(_CODE_MARK.search(token))
-
-
 _NO_WHY: Mapping[str, object] = MappingProxyType({})
-Factor = Callable[["ChunkView", QueryShape], float]
+Factor = Callable[["ChunkView", Query], float]
 # module names for the kinds the per-candidate signals test: cheaper than an Enum attribute each time
 _TEST, _DOCS, _CONFIG = FileKind.TEST, FileKind.DOCS, FileKind.CONFIG
 
@@ -167,19 +108,19 @@ class ChunkView(Protocol):
 # ---- signals ---------------------------------------------------------------------------------
 
 
-def fusion_weights(shape: QueryShape) -> dict[str, float]:
+def fusion_weights(shape: Query) -> dict[str, float]:
     """Signal `query-shape`: identifiers lean on keyword and name lists, prose stays balanced."""
-    if shape.identifier:
+    if shape.name_like:
         return {"keyword": 1.0, "names": NAMES_WEIGHT_FOR_IDENTIFIERS, "semantic": SEMANTIC_WEIGHT_FOR_IDENTIFIERS}
     return {"keyword": 1.0, "names": 1.0, "semantic": 1.0}
 
 
-def defines_queried(c: ChunkView, shape: QueryShape) -> bool:
+def defines_queried(c: ChunkView, shape: Query) -> bool:
     """The chunk defines a name the query asks for (compound: `raise_for_status` = `RaiseForStatus`)."""
     return not shape.names.isdisjoint(c.defines)
 
 
-def definition_factor(c: ChunkView, shape: QueryShape) -> float:
+def definition_factor(c: ChunkView, shape: Query) -> float:
     if not defines_queried(c, shape):
         return 1.0
     boost = DEFINITION_BOOST
@@ -218,7 +159,7 @@ def _path_flags(path: str) -> tuple[bool, bool, bool]:
     return bool(EXAMPLE_PATH.search(path)), bool(_STUB_FILE.search(path)), bool(_REEXPORT_FILE.search(path))
 
 
-def path_prior(c: ChunkView, shape: QueryShape) -> float:
+def path_prior(c: ChunkView, shape: Query) -> float:
     factor = 1.0
     kind = c.kind
     if kind is _TEST and not shape.wants_tests:
@@ -242,7 +183,7 @@ def is_evidence_source(c: ChunkView) -> bool:
     return c.kind is _TEST or c.kind is _DOCS or _path_flags(c.path)[0]
 
 
-def signature_factor(c: ChunkView, shape: QueryShape) -> float:
+def signature_factor(c: ChunkView, shape: Query) -> float:
     if not c.defines or not shape.term_set:
         return 1.0
     return 1 + SIGNATURE_WEIGHT * len(shape.term_set & signature_words(c.text)) / len(shape.term_set)
@@ -267,17 +208,6 @@ def signature_words(text: str) -> frozenset[str]:
     return frozenset().union(*(line_words(line) for line in _head(text, 2).split("\n")))
 
 
-_SUFFIXES = ("ing", "ers", "ies", "ed", "es", "er", "s")
-
-
-def stem(word: str) -> str:
-    """A crude English stem, enough to match `websocket`/`websockets`, `spawned`/`spawn`."""
-    for suffix in _SUFFIXES:
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
 @lru_cache(maxsize=65_536)
 def path_words(path: str, folders: int = 0) -> frozenset[str]:
     """Stemmed words of the file name (without its extension) and of its last `folders`
@@ -294,8 +224,8 @@ def line_words(line: str) -> frozenset[str]:
     return frozenset(t for w in re.findall(r"\w+", line) for t in (compound(w), *split_identifier(w)))
 
 
-def path_factor(c: ChunkView, shape: QueryShape) -> float:
-    if shape.identifier and shape.names:
+def path_factor(c: ChunkView, shape: Query) -> float:
+    if shape.name_like and shape.names:
         # a typed name points at the file or folder named after it (`join_set.rs` for `JoinSet`); a
         # file sharing only a part of it (`curl_trc.c` for `curl_msnprintf`) counts for its definer
         # alone (`retry.py` for `retry_with_backoff`), word by whole word
@@ -305,7 +235,7 @@ def path_factor(c: ChunkView, shape: QueryShape) -> float:
             return 1.0
         prefix_min, whole_name = 0, False
     else:
-        prefix_min, whole_name = PATH_PREFIX_MIN, not shape.identifier
+        prefix_min, whole_name = PATH_PREFIX_MIN, not shape.name_like
     if not shape.path_terms:
         return 1.0
     matches, named = _path_words(c.path, shape.path_terms, PATH_FOLDERS, prefix_min, whole_name)
@@ -357,7 +287,7 @@ def named_in(path: str, terms: frozenset[str], prefix_min: int) -> bool:
     return bool(words) and all(w in terms or any(_prefixed(w, t, prefix_min) for t in terms) for w in words)
 
 
-def size_factor(c: ChunkView, shape: QueryShape) -> float:
+def size_factor(c: ChunkView, shape: Query) -> float:
     return SMALL_CHUNK_PENALTY if c.end_line - c.start_line < SMALL_CHUNK_LINES else 1.0
 
 
@@ -378,7 +308,7 @@ AFTER_EVIDENCE = ("kind-prior", "signature", "path", "size")  # the factors that
 
 def apply_signals(
     candidates: Sequence[Candidate],
-    shape: QueryShape,
+    shape: Query,
     steps: Collection[str],
     evidence: Callable[[], Mapping[int, Sequence[int]]] | None = None,
     fetch: Callable[[Sequence[int]], Mapping[int, ChunkView]] | None = None,
@@ -395,7 +325,7 @@ def rank_chunks(
     chunks: Sequence[ChunkView],
     scores: Sequence[float],
     whys: Sequence[Mapping[str, object]],
-    shape: QueryShape,
+    shape: Query,
     steps: Collection[str],
     evidence: Callable[[], Mapping[int, Sequence[int]]] | None = None,
     fetch: Callable[[Sequence[int]], Mapping[int, ChunkView]] | None = None,
@@ -460,7 +390,7 @@ class _Run:
         return Candidate(c.chunk_id, self.scores[i], c.path, c.kind, c.start_line, c.end_line, c.text, c.defines, why,
                          c.mentions, c.spelled)
 
-    def multiply(self, shape: QueryShape, factors: Sequence[tuple[str, Factor]]) -> None:
+    def multiply(self, shape: Query, factors: Sequence[tuple[str, Factor]]) -> None:
         if not factors:
             return
         scores, notes = self.scores, self.notes
@@ -524,7 +454,7 @@ class _Run:
         for path, i in best.items():
             scale(i, 1 + FOLDER_COHERENCE * support[path] / most, "folder")
 
-    def cohere(self, shape: QueryShape) -> set[int]:
+    def cohere(self, shape: Query) -> set[int]:
         """Signal `coherence`, see file_coherence; returns the chunks a hard cap (FILE_REPEAT_DECAY
         0) puts after every file's kept ones."""
         cands, scores = self.cands, self.scores
@@ -540,7 +470,7 @@ class _Run:
         # scales it: the lift doesn't shrink because many weak candidates from other files came along
         support = {path: sum([scores[i] for i in members[1:]]) if len(members) > 1 else 0.0
                    for path, members in by_file.items()}
-        if shape.identifier and shape.names:
+        if shape.name_like and shape.names:
             # a typed name lives where it is defined: a file that only uses it, however often, has
             # no support when a file among the candidates defines it
             defining = {c.path for c in self.cands if defines_queried(c, shape)}
@@ -560,10 +490,10 @@ class _Run:
         return capped
 
 
-_ANY_QUERY = query_shape("")  # for the signals that read only the candidates
+_ANY_QUERY = parse_query("")  # for the signals that read only the candidates
 
 
-def definition_boost(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
+def definition_boost(candidates: Sequence[Candidate], shape: Query) -> list[Candidate]:
     """Signal `definition`: the chunk that defines a queried name outranks chunks that use it,
     more so in a file named after it (`SqlMapper.cs` over the partial `SqlMapper.CacheInfo.cs`);
     a name typed with a leading capital counts only where it is defined spelled so
@@ -573,7 +503,7 @@ def definition_boost(candidates: Sequence[Candidate], shape: QueryShape) -> list
 
 def evidence_transfer(
     candidates: Sequence[Candidate],
-    shape: QueryShape,
+    shape: Query,
     evidence: Mapping[int, Sequence[int]],
     fetch: Callable[[Sequence[int]], Mapping[int, ChunkView]],
 ) -> list[Candidate]:
@@ -584,25 +514,25 @@ def evidence_transfer(
     return apply_signals(candidates, shape, ("evidence",), lambda: evidence, fetch)
 
 
-def kind_prior(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
+def kind_prior(candidates: Sequence[Candidate], shape: Query) -> list[Candidate]:
     """Signal `kind-prior`: tests, docs, examples, vendored code, re-export files and stubs
     step back unless the query asks for them."""
     return apply_signals(candidates, shape, ("kind-prior",))
 
 
-def signature_weight(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
+def signature_weight(candidates: Sequence[Candidate], shape: Query) -> list[Candidate]:
     """Signal `signature`: query words in a symbol chunk's name and signature count extra."""
     return apply_signals(candidates, shape, ("signature",))
 
 
-def path_match(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
+def path_match(candidates: Sequence[Candidate], shape: Query) -> list[Candidate]:
     """Signal `path`: query words in the file's path (its name and folder) point at the file, more
     so when they make up the whole file name (`mime.rb` for "MIME type detection"); an identifier
     points at the file or folder named after it."""
     return apply_signals(candidates, shape, ("path",))
 
 
-def size_prior(candidates: Sequence[Candidate], shape: QueryShape) -> list[Candidate]:
+def size_prior(candidates: Sequence[Candidate], shape: Query) -> list[Candidate]:
     """Signal `size`: a chunk of a few lines steps back; BM25's length normalisation and the
     signature signal favour a three-line getter that happens to hold two of the query's words."""
     return apply_signals(candidates, shape, ("size",))
@@ -615,7 +545,7 @@ def folder_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
     return apply_signals(candidates, _ANY_QUERY, ("folder",))
 
 
-def file_coherence(candidates: Sequence[Candidate], shape: QueryShape = _ANY_QUERY) -> list[Candidate]:
+def file_coherence(candidates: Sequence[Candidate], shape: Query = _ANY_QUERY) -> list[Candidate]:
     """Signal `coherence`: several good chunks in a file lift its best one; a file's further
     chunks step back (FILE_REPEAT_DECAY each) so one file can't fill the page. For an identifier,
     only files that define it are lifted when any does: the many chunks of a file that uses a name

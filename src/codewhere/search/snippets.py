@@ -5,17 +5,17 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from codewhere.tokens import index_tokens, query_terms
+from codewhere.tokens import index_tokens
 
 MAX_LINE_CHARS = 200
 SCORED_LINE_CHARS = 2000  # a longer line (minified code) is scored on its start
 
 
-def snippet(text: str, start_line: int, query: str, lines: int = 3) -> tuple[int, str]:
+def snippet(text: str, start_line: int, terms: tuple[str, ...], lines: int = 3) -> tuple[int, str]:
     """(first line number shown, text) — `lines` lines starting at the best-matching line."""
     body = text.splitlines()
-    terms = set(query_terms(query))
-    may_match = _term_pattern(frozenset(terms)).search
+    wanted = frozenset(terms)
+    may_match = _term_pattern(wanted).search
     # a term can be one of a line's tokens only if it is a substring of the line folded like
     # this; most lines hold none, and tokenising every line of ten hits was most of the cost
     folded = _fold(text).splitlines()
@@ -25,7 +25,7 @@ def snippet(text: str, start_line: int, query: str, lines: int = 3) -> tuple[int
     for i, line in enumerate(body):
         if not may_match(folded[i], 0, SCORED_LINE_CHARS):
             continue
-        score = len(terms & set(index_tokens(line[:SCORED_LINE_CHARS]).split()))
+        score = len(wanted & set(index_tokens(line[:SCORED_LINE_CHARS]).split()))
         if score > best_score:
             best, best_score = i, score
     shown = [line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "…" for line in body[best : best + lines]]
