@@ -1,6 +1,6 @@
 """Fit ranking constants on a development split of semble's benchmark, never on reported repos.
 
-    python benchmarks/fit_signals.py [--repo cobra ...] --grid PATH_WEIGHT=0,0.5,1 --grid COHERENCE=0.15,0.5
+    python benchmarks/fit_signals.py [--repo cobra ...] --grid path_weight=0,0.5,1 --grid coherence=0.15,0.5
 
 Each repo (default: the dev split of benchmarks/splits.py; reported repos are refused) is indexed
 once; every combination of the grid is scored (mean NDCG@10 over repos), best first. Reported
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.evaluate import IndexedSpans, load_query_file, score_query  # noqa: E402
-from codewhere.search import signals  # noqa: E402
+from codewhere.search.params import DEFAULT_PARAMS, RankingParams  # noqa: E402
 from codewhere.types import Filters  # noqa: E402
 from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
 from splits import DEV, REPORTED  # noqa: E402
@@ -44,11 +44,11 @@ def main() -> None:
     if overlap := set(args.repo) & set(REPORTED):
         raise SystemExit(f"{', '.join(sorted(overlap))}: reported repos (benchmarks/splits.py); fit on the dev split")
     specs = {s["name"]: s for s in json.loads((SHARED / "repos.json").read_text())}
-    grid = {}
+    grid: dict[str, list[float]] = {}
     for item in args.grid:
-        name, values = item.split("=", 1)
-        kind = type(getattr(signals, name))
-        grid[name] = [kind(v) for v in values.split(",")]
+        name, values = item.split("=", 1)  # an unknown name or a value that is no number stops here
+        grid[name.lower()] = [getattr(DEFAULT_PARAMS.with_values({name: v}), name.lower()) for v in values.split(",")]
+    params = DEFAULT_PARAMS
     work = Path(tempfile.mkdtemp(prefix="fit-"))
     settings = Settings(cache_dir=work, models_dir=Settings.from_env().model_cache)
     repos = []
@@ -61,9 +61,10 @@ def main() -> None:
         queries = load_query_file(SHARED / "annotations" / f"{name}.json").queries
         indexed = [spans.count(q) for q in queries]
         repos.append((name, index, queries, indexed))
-    def score() -> tuple[float, dict[str, float]]:
+    def score(params: RankingParams) -> tuple[float, dict[str, float]]:
         per_repo, by_category = {}, defaultdict(list)
         for name, index, queries, indexed in repos:
+            index.ranking = params
             scores = [score_query(index.search(q.query, k=10), q, n)[1] for q, n in zip(queries, indexed, strict=True)]
             per_repo[name] = sum(scores) / len(scores)
             per_category = defaultdict(list)
@@ -76,29 +77,25 @@ def main() -> None:
         return sum(per_repo.values()) / len(per_repo), per_repo
 
     if args.descent:
-        best, _ = score()
-        print(f"{best:.4f} start {{{', '.join(f'{n}: {getattr(signals, n)}' for n in grid)}}}", file=sys.stderr, flush=True)
+        best, _ = score(params)
+        print(f"{best:.4f} start {{{', '.join(f'{n}: {getattr(params, n)}' for n in grid)}}}", file=sys.stderr, flush=True)
         for _ in range(args.descent):
             for name, values in grid.items():
-                kept = getattr(signals, name)
                 for value in values:
-                    if value == kept:
+                    trial = params.with_values({name: value})
+                    if trial == params:
                         continue
-                    setattr(signals, name, value)
-                    mean, _ = score()
+                    mean, _ = score(trial)
                     print(f"{mean:.4f} {name}={value}", file=sys.stderr, flush=True)
                     if mean > best + MIN_GAIN:
-                        best, kept = mean, value
-                setattr(signals, name, kept)
-        final = {name: getattr(signals, name) for name in grid}
-        mean, per_repo = score()
+                        best, params = mean, trial
+        final = {name: getattr(params, name) for name in grid}
+        mean, per_repo = score(params)
         print(json.dumps({"ndcg10": round(mean, 4), "constants": final, "per_repo": {k: round(v, 4) for k, v in per_repo.items()}}, indent=1))
         return
     results = []
     for combo in itertools.product(*grid.values()):
-        for name, value in zip(grid, combo, strict=True):
-            setattr(signals, name, value)
-        mean, per_repo = score()
+        mean, per_repo = score(DEFAULT_PARAMS.with_values(dict(zip(grid, combo, strict=True))))
         results.append((mean, dict(zip(grid, combo, strict=True)), per_repo))
         print(f"{mean:.4f} {dict(zip(grid, combo, strict=True))}", file=sys.stderr, flush=True)
     results.sort(key=lambda r: -r[0])

@@ -35,7 +35,7 @@ from codewhere.api import Index, eval_method, eval_mode  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.embed.registry import ensure_default_model  # noqa: E402
 from codewhere.evaluate import EvalQuery, IndexedSpans, load_query_file, score_query  # noqa: E402
-from codewhere.search import signals  # noqa: E402
+from codewhere.search.params import DEFAULT_PARAMS, RankingParams  # noqa: E402
 from codewhere.types import FileKind, Filters, Hit  # noqa: E402
 from corpora import from_git  # noqa: E402
 from splits import SPLITS  # noqa: E402
@@ -98,7 +98,9 @@ def evaluate_engine(
     return RepoRun(repo, language, len(spans), index_ms, statistics.median(latencies), ndcg, [q.category for q in queries], indexed)
 
 
-def codewhere_engine(cache: Path, models: Path, method: str = "hybrid") -> tuple[Callable, Callable]:
+def codewhere_engine(
+    cache: Path, models: Path, method: str = "hybrid", ranking: RankingParams = DEFAULT_PARAMS
+) -> tuple[Callable, Callable]:
     """`method` as in `codewhere eval --modes`: hybrid, fusion, -SIGNAL, +SIGNAL."""
     name, disabled = eval_method(method)
     built: dict[Path, tuple[Index, list]] = {}
@@ -107,6 +109,7 @@ def codewhere_engine(cache: Path, models: Path, method: str = "hybrid") -> tuple
         if root not in built:  # several methods share one index of a repo
             index = Index.open(root, settings=Settings(cache_dir=cache, models_dir=models), rebuild=True)
             index.refresh(rebuild=True)
+            index.ranking = ranking
             built[root] = (index, IndexedSpans(index.store.chunk_spans(Filters())))
         return built[root]
 
@@ -160,15 +163,11 @@ def main() -> None:
                         help="comma-separated codewhere columns as in `codewhere eval --modes` (default: hybrid)")
     parser.add_argument("--json", metavar="FILE", help="write per-repo results as JSON")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="override a ranking constant of search/signals.py (for fitting on a dev split)")
+                        help="override a ranking parameter of search/params.py (for fitting on a dev split)")
     args = parser.parse_args()
     if args.split:
         args.repo = [*args.repo, *SPLITS[args.split]]
-    for item in args.set:
-        name, value = item.split("=", 1)
-        if not hasattr(signals, name):
-            raise SystemExit(f"search/signals.py has no constant {name}")
-        setattr(signals, name, type(getattr(signals, name))(value))
+    ranking = DEFAULT_PARAMS.with_values(dict(item.split("=", 1) for item in args.set))
 
     specs = json.loads((SHARED / "repos.json").read_text())
     explicit = dict(item.split("=", 1) for item in args.checkout)
@@ -184,7 +183,7 @@ def main() -> None:
     engines = {}
     for method in args.methods.split(","):
         label = "codewhere" if method == "hybrid" else f"codewhere{method}" if method[0] in "+-" else f"codewhere-{method}"
-        engines[label] = codewhere_engine(work / "codewhere-cache", models, method)
+        engines[label] = codewhere_engine(work / "codewhere-cache", models, method, ranking)
     if args.peer == "semble":
         engines["semble"] = semble_engine(model_folder)
 

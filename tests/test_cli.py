@@ -11,7 +11,7 @@ import apsw
 
 from codewhere.config import Settings
 from codewhere.locks import index_writer_lock
-from codewhere.search.signals import DEFINITION_BOOST
+from codewhere.search.params import DEFAULT_PARAMS
 from codewhere.store.sqlite import SCHEMA_VERSION
 from tests.conftest import write_tree
 
@@ -45,7 +45,7 @@ def test_search_json_schema(sample_repo: Path, cli) -> None:
     hit = payload["hits"][0]
     assert set(hit) == {"path", "start_line", "end_line", "score", "kind", "language", "snippet", "why"}
     assert (hit["path"], hit["start_line"], hit["kind"], hit["language"]) == ("src/web/handlers.ts", 2, "code", "typescript")
-    assert hit["why"]["names"] == 1 and hit["why"]["definition"] == 1 + DEFINITION_BOOST
+    assert hit["why"]["names"] == 1 and hit["why"]["definition"] == 1 + DEFAULT_PARAMS.definition_boost
     assert "getUserById" in hit["snippet"]
 
 

@@ -155,3 +155,18 @@ def test_like_escape_makes_wildcards_and_backslashes_literal() -> None:
     from codewhere.store.base import like_escape
 
     assert like_escape("a_b%c\\d") == "a\\_b\\%c\\\\d"
+
+
+def test_a_ranking_file_changes_the_numbers_the_search_uses(sample_repo: Path, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    from codewhere.api import Index
+    from codewhere.config import Settings
+    from codewhere.embed.fake import FakeEmbedder
+
+    with Index.open(sample_repo, settings=Settings.from_env(), embedder=FakeEmbedder()) as index:
+        index.refresh()
+        assert index.search("charge_credit_card", k=1)[0].why["definition"] > 1
+    (tmp_path / "fit.toml").write_text("[ranking]\ndefinition_boost = 0\ndefinition_file_boost = 0\n")
+    monkeypatch.setenv("CODEWHERE_RANKING_PARAMS", str(tmp_path / "fit.toml"))
+    with Index.open(sample_repo, settings=Settings.from_env(), embedder=FakeEmbedder()) as index:
+        assert index.ranking.definition_boost == 0.0
+        assert "definition" not in index.search("charge_credit_card", k=1)[0].why

@@ -6,6 +6,7 @@ import pytest
 
 from codewhere.search import signals
 from codewhere.search.fuse import rrf
+from codewhere.search.params import DEFAULT_PARAMS as P
 from codewhere.search.query import parse_query
 from codewhere.search.signals import Candidate
 from codewhere.store.base import CandidateRow
@@ -49,7 +50,7 @@ def test_definition_boost_puts_the_definer_first() -> None:
     user = cand(1, 0.030, defines=("run",))
     definer = cand(2, 0.025, defines=("retry_with_backoff",))
     out = signals.definition_boost([user, definer], parse_query("retry_with_backoff"))
-    assert ids(out) == [2, 1] and out[0].why["definition"] == 1 + signals.DEFINITION_BOOST
+    assert ids(out) == [2, 1] and out[0].why["definition"] == 1 + P.definition_boost
     assert ids(signals.definition_boost([user, definer], parse_query("how retries work"))) == [1, 2]
 
 
@@ -60,7 +61,7 @@ def test_definition_boost_prefers_the_file_named_after_the_symbol() -> None:
     user = cand(3, 0.040, "Dapper/Other.cs")
     out = signals.definition_boost([partial, home, user], parse_query("SqlMapper"))
     assert ids(out) == [2, 1, 3]
-    assert out[0].why["definition"] == pytest.approx((1 + signals.DEFINITION_BOOST) * (1 + signals.DEFINITION_FILE_BOOST))
+    assert out[0].why["definition"] == pytest.approx((1 + P.definition_boost) * (1 + P.definition_file_boost))
     assert signals.file_named_after("lib/rack/requests.rb", frozenset({"request"}))  # plural file name
     assert signals.file_named_after("src/retry_policy.py", frozenset({"retrypolicy"}))
     assert not signals.file_named_after("src/retry_policy.py", frozenset({"retry"}))
@@ -73,7 +74,7 @@ def test_a_name_typed_with_a_capital_is_defined_only_where_it_is_spelled_so() ->
     assert ids(out) == [2, 1] and "definition" not in out[1].why
     # typed in lowercase, the case says nothing: both are definers
     out = signals.definition_boost([method, module], parse_query("helpers"))
-    assert ids(out) == [1, 2] and out[0].why["definition"] == out[1].why["definition"] == 1 + signals.DEFINITION_BOOST
+    assert ids(out) == [1, 2] and out[0].why["definition"] == out[1].why["definition"] == 1 + P.definition_boost
     assert parse_query("Sinatra::Helpers").capitalised == {"Helpers"} and not parse_query("helpers").capitalised
     assert not parse_query("where does parseHeaders split lines").capitalised  # its capital only separates words
     # the name must be defined spelled so, not merely appear in the chunk: `let dispatch: Dispatch = …`
@@ -108,49 +109,47 @@ def test_path_signal_prefers_a_file_named_wholly_in_the_questions_words() -> Non
     shape = parse_query("MIME type detection")
     out = signals.path_match([utils, mime], shape)
     assert ids(out) == [2, 1]
-    assert signals.path_factor(mime, shape) == pytest.approx(signals.path_factor(utils, shape) * (1 + signals.PATH_NAME_BOOST))
+    assert signals.path_factor(mime, shape) == pytest.approx(signals.path_factor(utils, shape) * (1 + P.path_name_boost))
     # camel case and the path rule's prefixes: `HttpRedirect` is `http` + `redirect`, "redirects" finds it
-    prefix = signals.PATH_PREFIX_MIN
+    prefix = P.path_prefix_min
     assert signals.named_in("ktor/plugins/HttpRedirect.kt", parse_query("how HTTP redirects are followed").path_terms, prefix)
     assert not signals.named_in("ktor/plugins/HttpRedirect.kt", parse_query("how redirects are followed").path_terms, prefix)
     # an identifier has its own rule (named after it), which this does not add to
-    assert signals.path_factor(cand(3, 0.01, "lib/rack/mime.rb"), parse_query("mime")) == 1 + signals.PATH_WEIGHT
+    assert signals.path_factor(cand(3, 0.01, "lib/rack/mime.rb"), parse_query("mime")) == 1 + P.path_weight
 
 
-def test_the_whole_file_name_rule_leaves_identifiers_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_whole_file_name_rule_leaves_identifiers_alone() -> None:
     # `retry.py` is named wholly in the words of `retry_with_backoff`, and its chunk defines the name:
     # the path rule for identifiers (whole words, for the definer) decides, the boost does not
     definer = cand(1, 0.01, "src/retry.py", defines=("retry_with_backoff",))
     identifier, prose = parse_query("retry_with_backoff"), parse_query("retry failed requests")
-    prefix = signals.PATH_PREFIX_MIN
+    prefix = P.path_prefix_min
     assert signals.named_in(definer.path, identifier.path_terms, prefix) and signals.named_in(definer.path, prose.path_terms, prefix)
     before = signals.path_factor(definer, identifier), signals.path_factor(definer, prose)
-    monkeypatch.setattr(signals, "PATH_NAME_BOOST", signals.PATH_NAME_BOOST + 1)
-    assert signals.path_factor(definer, identifier) == before[0]
-    assert signals.path_factor(definer, prose) > before[1]
+    bigger = P.with_values({"path_name_boost": P.path_name_boost + 1})
+    assert signals.path_factor(definer, identifier, bigger) == before[0]
+    assert signals.path_factor(definer, prose, bigger) > before[1]
 
 
-def test_path_constants_changed_by_a_fit_take_effect_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    # fit_signals.py sets constants between runs in one process: the path signal's caches must not
-    # answer with the old ones
+def test_path_parameters_of_another_set_take_effect_at_once() -> None:
+    # fit_signals.py tries parameter sets one after another in one process: the path signal's
+    # caches must not answer with the old ones
     shape = parse_query("how redirects are followed")
     deep = cand(1, 0.01, "src/redirects/rules/policy.py")  # the word two folders above the file
     short = cand(2, 0.01, "src/redir.py")  # `redir` starts `redirect`: the prefix rule
-    monkeypatch.setattr(signals, "PATH_FOLDERS", 1)
-    monkeypatch.setattr(signals, "PATH_PREFIX_MIN", 3)
-    assert signals.path_factor(deep, shape) == 1.0
-    assert signals.path_factor(short, shape) > 1.0
-    monkeypatch.setattr(signals, "PATH_FOLDERS", 0)  # every folder
-    monkeypatch.setattr(signals, "PATH_PREFIX_MIN", 6)
-    assert signals.path_factor(deep, shape) > 1.0
-    assert signals.path_factor(short, shape) == 1.0
+    first = P.with_values({"path_folders": 1, "path_prefix_min": 3})
+    assert signals.path_factor(deep, shape, first) == 1.0
+    assert signals.path_factor(short, shape, first) > 1.0
+    second = P.with_values({"PATH_FOLDERS": 0, "PATH_PREFIX_MIN": 6})  # every folder
+    assert signals.path_factor(deep, shape, second) > 1.0
+    assert signals.path_factor(short, shape, second) == 1.0
 
 
 def test_path_signal_takes_only_a_file_or_folder_named_after_an_identifier() -> None:
     folder = cand(1, 0.01, "fastapi/dependencies/utils.py")
     named = cand(2, 0.01, "fastapi/depends.py")
     assert signals.path_factor(folder, parse_query("Depends")) == 1.0  # `depend` only starts `dependencies`
-    assert signals.path_factor(named, parse_query("Depends")) == 1 + signals.PATH_WEIGHT
+    assert signals.path_factor(named, parse_query("Depends")) == 1 + P.path_weight
     assert signals.path_factor(folder, parse_query("what a route depends on")) > 1.0  # prose keeps the prefix rule
     # a file sharing a part of the name is not named after it; a file or folder spelled so is
     assert signals.path_factor(cand(3, 0.01, "lib/curl_trc.c"), parse_query("curl_msnprintf")) == 1.0
@@ -168,11 +167,11 @@ def test_path_signal_takes_only_a_file_or_folder_named_after_an_identifier() -> 
 
 def test_size_prior_steps_small_chunks_back() -> None:
     getter = cand(1, 0.020, head="def body(self):\n    return self._body\n")
-    real = cand(2, 0.018, head="".join(f"line {i}\n" for i in range(signals.SMALL_CHUNK_LINES + 1)))
+    real = cand(2, 0.018, head="".join(f"line {i}\n" for i in range(P.small_chunk_lines + 1)))
     out = signals.size_prior([getter, real], parse_query("request body"))
-    assert ids(out) == [2, 1] and out[1].why["size"] == signals.SMALL_CHUNK_PENALTY and "size" not in out[0].why
-    at_limit = cand(3, 0.020, head="".join(f"line {i}\n" for i in range(signals.SMALL_CHUNK_LINES)))
-    assert signals.size_factor(at_limit, parse_query("x")) == signals.SMALL_CHUNK_PENALTY
+    assert ids(out) == [2, 1] and out[1].why["size"] == P.small_chunk_penalty and "size" not in out[0].why
+    at_limit = cand(3, 0.020, head="".join(f"line {i}\n" for i in range(P.small_chunk_lines)))
+    assert signals.size_factor(at_limit, parse_query("x")) == P.small_chunk_penalty
 
 
 def test_kind_prior_demotes_tests_docs_examples_reexports_and_stubs_unless_asked() -> None:
@@ -197,12 +196,12 @@ def test_evidence_moves_a_tests_score_to_the_code_it_calls_and_pulls_it_in() -> 
     out = signals.evidence_transfer([test, other], parse_query("strip the password"), {10: [12]}, lambda wanted: {12: target} if 12 in wanted else {})
     assert 12 in ids(out)
     pulled = next(c for c in out if c.chunk_id == 12)
-    assert pulled.score == pytest.approx(signals.EVIDENCE_SHARE * 0.030) and pulled.why["evidence"] == [10]
+    assert pulled.score == pytest.approx(P.evidence_share * 0.030) and pulled.why["evidence"] == [10]
     after = ids(signals.kind_prior(out, parse_query("strip the password")))
     assert after.index(12) < after.index(10)  # then the code stands above the test that pointed at it
     # split between several targets; code chunks give nothing away
     split = signals.evidence_transfer([test, other], parse_query("x"), {10: [11, 12], 11: [10]}, lambda w: {12: target})
-    assert next(c for c in split if c.chunk_id == 11).score == pytest.approx(0.012 + signals.EVIDENCE_SHARE * 0.015)
+    assert next(c for c in split if c.chunk_id == 11).score == pytest.approx(0.012 + P.evidence_share * 0.015)
     assert next(c for c in split if c.chunk_id == 10).score == pytest.approx(0.030)
 
 
@@ -224,7 +223,7 @@ def test_signature_weight_counts_query_words_in_the_symbol_head() -> None:
     a = cand(1, 0.020, head="def unrelated_name(x):\n    return x", defines=("unrelated_name",))
     b = cand(2, 0.018, head="def rewind_body(prepared_request):\n    pass", defines=("rewind_body",))
     out = signals.signature_weight([a, b], parse_query("rewind the body"))
-    assert ids(out) == [2, 1] and out[0].why["signature"] == pytest.approx(1 + signals.SIGNATURE_WEIGHT)
+    assert ids(out) == [2, 1] and out[0].why["signature"] == pytest.approx(1 + P.signature_weight)
     plain = cand(3, 0.019, head="rewind body")  # not a symbol chunk: untouched
     assert signals.signature_weight([plain], parse_query("rewind the body"))[0].score == 0.019
 
@@ -237,14 +236,14 @@ def test_coherence_lifts_a_files_best_chunk_and_caps_chunks_per_file() -> None:
     out = signals.file_coherence([lone, best, *rest, low])
     assert ids(out)[0] == 2  # lifted by its file's other good chunks
     assert ids(out)[:4] == [2, 1, 9, 3]  # every file's best chunk before any file's second
-    assert sum(1 for c in out[:3] if c.path == "src/busy.py") == signals.MAX_PER_FILE
+    assert sum(1 for c in out[:3] if c.path == "src/busy.py") == P.max_per_file
 
 
 def test_coherence_lift_is_relative_to_the_best_supported_file() -> None:
     busy = [cand(1, 0.02, "src/busy.py"), cand(2, 0.01, "src/busy.py")]
     pair = [cand(3, 0.02, "src/pair.py"), cand(4, 0.005, "src/pair.py")]
     lifted = {c.chunk_id: c.why["coherence"] for c in signals.file_coherence([*busy, *pair]) if c.chunk_id in (1, 3)}
-    assert lifted == {1: pytest.approx(1 + signals.COHERENCE), 3: pytest.approx(1 + signals.COHERENCE * 0.5)}
+    assert lifted == {1: pytest.approx(1 + P.coherence), 3: pytest.approx(1 + P.coherence * 0.5)}
     # many weak one-chunk files joining the candidates leave the lift as it was
     crowd = [cand(10 + i, 0.004, f"src/other{i}.py") for i in range(30)]
     again = {c.chunk_id: c.why["coherence"] for c in signals.file_coherence([*busy, *pair, *crowd]) if c.chunk_id in (1, 3)}
@@ -260,9 +259,9 @@ def test_folder_lifts_a_file_whose_folder_holds_other_good_files() -> None:
     assert ids(out)[0] == 2 and "folder" not in out[ids(out).index(1)].why  # alone in src/: no support
     by_id = {c.chunk_id: c for c in out}
     most = 0.019 + 0.015  # sync.py's: the other two files of src/queue/
-    assert by_id[5].why["folder"] == pytest.approx(1 + signals.FOLDER_COHERENCE)
-    assert by_id[2].why["folder"] == pytest.approx(1 + signals.FOLDER_COHERENCE * (0.015 + 0.014) / most, abs=1e-3)
-    assert by_id[4].why["folder"] == pytest.approx(1 + signals.FOLDER_COHERENCE * (0.019 + 0.014) / most, abs=1e-3)
+    assert by_id[5].why["folder"] == pytest.approx(1 + P.folder_coherence)
+    assert by_id[2].why["folder"] == pytest.approx(1 + P.folder_coherence * (0.015 + 0.014) / most, abs=1e-3)
+    assert by_id[4].why["folder"] == pytest.approx(1 + P.folder_coherence * (0.019 + 0.014) / most, abs=1e-3)
     assert "folder" not in by_id[3].why  # only a file's best chunk is lifted
     # nobody shares a folder: nothing moves
     apart = [cand(1, 0.02, "a/x.py"), cand(2, 0.01, "b/y.py")]
@@ -273,7 +272,7 @@ def test_a_signal_records_why_only_when_it_changes_something() -> None:
     code, test = cand(1, 0.02), cand(2, 0.03, "tests/test_a.py", FileKind.TEST)
     out = signals.kind_prior([code, test], parse_query("parse the config"))
     assert out[0] == code and "kind-prior" not in out[0].why
-    assert out[1].why == {"kind-prior": signals.TEST_PENALTY} and out[1].score == pytest.approx(0.03 * signals.TEST_PENALTY)
+    assert out[1].why == {"kind-prior": P.test_penalty} and out[1].score == pytest.approx(0.03 * P.test_penalty)
 
 
 def _random_candidates(rng: random.Random) -> tuple[list[Candidate], dict[int, list[int]], dict[int, Candidate]]:
@@ -344,15 +343,28 @@ def test_coherence_lifts_only_the_files_defining_a_typed_name() -> None:
     user = [cand(1 + i, 0.030 - i * 0.001, "src/jobs.py") for i in range(3)]
     definer = [cand(4, 0.025, "src/retry.py", defines=("retry_with_backoff",)), cand(5, 0.005, "src/retry.py")]
     out = signals.file_coherence([*user, *definer], parse_query("retry_with_backoff"))
-    assert ids(out)[:2] == [4, 1] and out[0].why["coherence"] == 1 + signals.COHERENCE and "coherence" not in out[1].why
+    assert ids(out)[:2] == [4, 1] and out[0].why["coherence"] == 1 + P.coherence and "coherence" not in out[1].why
     assert ids(signals.file_coherence([*user, *definer], parse_query("how jobs retry with backoff")))[0] == 1
     # no candidate defines the name: every file keeps its support
     assert ids(signals.file_coherence([*user, definer[1]], parse_query("retry_with_backoff")))[0] == 1
 
 
-def test_a_hard_cap_puts_every_files_extra_chunks_after_every_files_best(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(signals, "FILE_REPEAT_DECAY", 0.0)
+def test_a_hard_cap_puts_every_files_extra_chunks_after_every_files_best() -> None:
     busy = [cand(1, 0.03, "src/busy.py"), cand(2, 0.029, "src/busy.py"), cand(3, 0.028, "src/busy.py")]
     low = cand(4, 0.001, "src/low.py")
-    out = signals.file_coherence([*busy, low])
+    out = signals.file_coherence([*busy, low], params=P.with_values({"file_repeat_decay": 0.0}))
     assert ids(out) == [1, 4, 2, 3] and "coherence" not in out[2].why
+
+
+def test_ranking_parameters_load_from_toml_and_refuse_unknown_names(tmp_path) -> None:  # noqa: ANN001
+    from codewhere.errors import QueryError
+    from codewhere.search.params import RankingParams
+
+    file = tmp_path / "fit.toml"
+    file.write_text("[ranking]\nPATH_WEIGHT = 2\ncoherence = 0.5\n")
+    loaded = RankingParams.from_toml(file)
+    assert (loaded.path_weight, loaded.coherence, loaded.definition_boost) == (2.0, 0.5, P.definition_boost)
+    with pytest.raises(QueryError, match="no ranking parameter 'nope'"):
+        P.with_values({"nope": 1})
+    with pytest.raises(AttributeError):
+        P.path_weight = 1.0  # type: ignore[misc]  # frozen: a set of numbers is never changed in place

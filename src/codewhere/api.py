@@ -25,6 +25,7 @@ from codewhere.errors import (
 from codewhere.evaluate import EvalResult, IndexedSpans, QueryFile, run_eval
 from codewhere.indexer import IndexReport, Progress
 from codewhere.search import engine
+from codewhere.search.params import DEFAULT_PARAMS, RankingParams
 from codewhere.search.query import parse_query
 from codewhere.search.signals import SIGNALS
 from codewhere.store import Store, StoreStats, open_store
@@ -124,6 +125,8 @@ class Index:
         self._embedder = embedder
         self.model_build_progress: BuildProgress | None = None
         self._searched = False
+        # the ranking's numbers: the fitted defaults, or a fit's or an experiment's (see search/params.py)
+        self.ranking = RankingParams.from_toml(settings.ranking_file) if settings.ranking_file else DEFAULT_PARAMS
 
     @classmethod
     def open(
@@ -310,7 +313,8 @@ class Index:
         if self._searched:  # a second search: this process searches on (a server, an eval), so keep the chunks at hand
             self.store.keep_chunks_in_memory()
         self._searched = True
-        hits = engine.search(self.store, parse_query(query), k, mode, filters, embedder, off, reranker, self.settings.rerank_top_n)
+        hits = engine.search(self.store, parse_query(query), k, mode, filters, embedder, off, reranker,
+                             self.settings.rerank_top_n, self.ranking)
         if not hits and filters.scopes and not self.store.indexed_paths(Filters(scopes=filters.scopes, repos=filters.repos)):
             raise QueryError(f"--scope {', '.join(filters.scopes)} matches no indexed file in {self.root}",
                              "give a folder or file path relative to the root, e.g. --scope src/")

@@ -65,6 +65,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("embed_timeout_seconds", "embedder", "timeout_seconds", None, float),
     Option("reranker", "reranker", "model", "CODEWHERE_RERANKER", str),
     Option("rerank_top_n", "reranker", "top_n", "CODEWHERE_RERANK_TOP_N", int),
+    Option("ranking_file", "ranking", "params_file", "CODEWHERE_RANKING_PARAMS", Path),
 )
 
 
@@ -87,6 +88,7 @@ class Settings:
     embed_timeout_seconds: float = 60.0
     reranker: str | None = None  # a cross-encoder re-scoring the top candidates; None: off
     rerank_top_n: int = 50
+    ranking_file: Path | None = None  # a TOML file whose [ranking] table overrides ranking parameters (fits, experiments)
     sources: dict[str, str] = field(default_factory=dict, compare=False)  # setting → where it came from
 
     @property

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from codewhere.embed import Embedder
 from codewhere.search import signals
-from codewhere.search.fuse import RRF_DEPTH, rrf
+from codewhere.search.fuse import rrf
 from codewhere.search.keyword import bm25_ranking, definition_ranking
+from codewhere.search.params import DEFAULT_PARAMS, RankingParams
 from codewhere.search.query import Query
 from codewhere.search.rerank import PairScorer, reorder, rerank_text
 from codewhere.search.snippets import snippet
@@ -25,9 +26,11 @@ class Ranked:
     chunk: StoredChunk | None = None  # when ranking already read it
 
 
-def keyword_ranked(store: Store, query: Query, limit: int, filters: Filters) -> list[Ranked]:
+def keyword_ranked(
+    store: Store, query: Query, limit: int, filters: Filters, params: RankingParams = DEFAULT_PARAMS
+) -> list[Ranked]:
     """BM25 order, except that chunks defining a queried identifier come first."""
-    bm25 = bm25_ranking(store, query, max(limit, RRF_DEPTH), filters)
+    bm25 = bm25_ranking(store, query, max(limit, params.rrf_depth), filters)
     bm25_rank = {cid: rank for rank, (cid, _) in enumerate(bm25, start=1)}
     bm25_score = dict(bm25)
     definitions = definition_ranking(store, query, limit, filters)
@@ -51,17 +54,17 @@ def semantic_ranked(store: Store, embedder: Embedder, query: Query, limit: int, 
 
 def hybrid_ranked(
     store: Store, embedder: Embedder, query: Query, limit: int, filters: Filters,
-    disabled: frozenset[str] = frozenset(),
+    disabled: frozenset[str] = frozenset(), params: RankingParams = DEFAULT_PARAMS,
 ) -> list[Ranked]:
     """RRF (k=60) over the keyword top 30, the vector top 30 and the chunks defining a queried
     name, then the ranking signals (search/signals.py) unless disabled."""
     rankings = {
-        "keyword": [cid for cid, _ in bm25_ranking(store, query, RRF_DEPTH, filters)],
-        "semantic": [cid for cid, _ in store.vector_search(embedder.embed_query(query.text), RRF_DEPTH, filters)],
+        "keyword": [cid for cid, _ in bm25_ranking(store, query, params.rrf_depth, filters)],
+        "semantic": [cid for cid, _ in store.vector_search(embedder.embed_query(query.text), params.rrf_depth, filters)],
     }
     if disabled >= set(signals.SIGNALS):  # plain fusion: the baseline the signals are measured against
-        rankings["names"] = definition_ranking(store, query, RRF_DEPTH, filters)
-        return [Ranked(cid, score, dict(ranks)) for cid, score, ranks in rrf(rankings)[:limit]]
+        rankings["names"] = definition_ranking(store, query, params.rrf_depth, filters)
+        return [Ranked(cid, score, dict(ranks)) for cid, score, ranks in rrf(rankings, params.rrf_k, params.rrf_depth)[:limit]]
     shape = query
     # one lookup for the queried identifier and, with query-shape, every name-like word (`Router`)
     own = query.identifier
@@ -69,10 +72,10 @@ def hybrid_ranked(
     # a name typed with a leading capital is looked up where it is defined spelled so (signals.definition_factor)
     spelled = sorted(shape.capitalised) if "query-shape" not in disabled else []
     defined = store.chunks_defining_names(sorted({*extra, *([own] if own else [])}), filters, spelled)
-    names = list(dict.fromkeys(defined.get(own, [])))[:RRF_DEPTH] if own else []
-    rankings["names"] = list(dict.fromkeys([*names, *(cid for name in extra for cid in defined.get(name, []))]))[:RRF_DEPTH]
-    weights = signals.fusion_weights(shape) if "query-shape" not in disabled else None
-    fused = rrf(rankings, weights=weights)[: max(limit, signals.CANDIDATES)]
+    names = list(dict.fromkeys(defined.get(own, [])))[:params.rrf_depth] if own else []
+    rankings["names"] = list(dict.fromkeys([*names, *(cid for name in extra for cid in defined.get(name, []))]))[:params.rrf_depth]
+    weights = signals.fusion_weights(shape, params) if "query-shape" not in disabled else None
+    fused = rrf(rankings, params.rrf_k, params.rrf_depth, weights=weights)[: max(limit, params.candidates)]
     read = store.candidate_rows([cid for cid, _, _ in fused], filters)
     found = [(read[cid], score, why) for cid, score, why in fused if cid in read]
     chunks = [row for row, _, _ in found]
@@ -85,7 +88,7 @@ def hybrid_ranked(
 
     ranked = signals.rank_chunks(
         chunks, [score for _, score, _ in found], [why for _, _, why in found], shape, steps,
-        lambda: _evidence(store, chunks, filters), fetch, limit,
+        lambda: _evidence(store, chunks, filters), fetch, limit, params,
     )
     return [Ranked(c.chunk_id, c.score, dict(c.why), read[c.chunk_id].chunk()) for c in ranked]
 
@@ -129,17 +132,18 @@ def to_hits(store: Store, ranked: list[Ranked], terms: tuple[str, ...]) -> list[
 def search(
     store: Store, query: Query, k: int, mode: Mode, filters: Filters, embedder: Embedder | None = None,
     disabled: frozenset[str] = frozenset(), reranker: PairScorer | None = None, rerank_top_n: int = 0,
+    params: RankingParams = DEFAULT_PARAMS,
 ) -> list[Hit]:
     """`reranker` re-scores the best `rerank_top_n` candidates; if it has no scores, the fused order stands."""
     depth = max(k, rerank_top_n) if reranker else k
     if mode is Mode.KEYWORD:
-        ranked = keyword_ranked(store, query, depth, filters)
+        ranked = keyword_ranked(store, query, depth, filters, params)
     elif embedder is None:
         raise ValueError(f"{mode.value} search needs an embedder")
     elif mode is Mode.SEMANTIC:
         ranked = semantic_ranked(store, embedder, query, depth, filters)
     else:
-        ranked = hybrid_ranked(store, embedder, query, depth, filters, disabled)
+        ranked = hybrid_ranked(store, embedder, query, depth, filters, disabled, params)
     if reranker is not None and ranked:
         ranked = _reranked(store, reranker, query, ranked, rerank_top_n)
     return to_hits(store, ranked[:k], query.terms)

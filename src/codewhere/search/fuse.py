@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-RRF_K = 60
-RRF_DEPTH = 30  # each retriever contributes its top 30
+from codewhere.search.params import DEFAULT_PARAMS
 
 
 def rrf(
     rankings: Mapping[str, Sequence[int]],
-    k: int = RRF_K,
-    depth: int = RRF_DEPTH,
+    k: int = DEFAULT_PARAMS.rrf_k,
+    depth: int = DEFAULT_PARAMS.rrf_depth,
     weights: Mapping[str, float] | None = None,
 ) -> list[tuple[int, float, dict[str, int]]]:
     """Fuse named rankings into (id, score, {retriever: 1-based rank}) sorted by score.

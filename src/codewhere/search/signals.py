@@ -1,14 +1,11 @@
 """Code-aware ranking signals: small pure functions over a fused candidate list.
 
-Each signal takes the candidates and the query's shape and returns them rescored, best first,
-recording its name and effect in each changed candidate's `why`. The engine runs them all in one
-pass, `apply_signals`, which gives what running them in turn would. None touches the database: the
-engine gathers the facts (kind, path, defined names, evidence links) first. Every constant lives
-here.
-
-Constants were fitted on the development split of semble's benchmark (27 repositories,
-benchmarks/splits.py, with benchmarks/fit_signals.py) and are reported on the other 22; see
-BENCHMARKS.md.
+Each signal takes the candidates, the parsed query and the ranking parameters and returns them
+rescored, best first, recording its name and effect in each changed candidate's `why`. The engine
+runs them all in one pass, `apply_signals`, which gives what running them in turn would. None
+touches the database: the engine gathers the facts (kind, path, defined names, evidence links)
+first. Every number they use is a field of search/params.py's RankingParams (defaults fitted on
+the development split of semble's benchmark; see BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -20,36 +17,10 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import NamedTuple, Protocol
 
+from codewhere.search.params import DEFAULT_PARAMS, RankingParams
 from codewhere.search.query import Query, parse_query, stem
 from codewhere.tokens import compound, split_identifier
 from codewhere.types import FileKind
-
-# ---- constants (one place; see the module docstring for how they were chosen) ----------------
-
-CANDIDATES = 50  # fused candidates the signals re-rank
-SEMANTIC_WEIGHT_FOR_IDENTIFIERS = 0.5  # query shape: an identifier is found by name, not by meaning ...
-NAMES_WEIGHT_FOR_IDENTIFIERS = 3.0  # ... and first where it is defined: the definers' list outweighs BM25's
-DEFINITION_BOOST = 0.8  # × (1 + boost) for a chunk that defines a queried name
-DEFINITION_FILE_BOOST = 0.5  # × (1 + boost) more when its file is named after it (`SqlMapper.cs`, `request.rb`)
-TEST_PENALTY = 0.2  # × for tests, unless the query asks about tests
-DOCS_PENALTY = 0.3  # × for documentation, unless the query asks about docs
-CONFIG_PENALTY = 0.3  # × for configuration files (CI, manifests, settings)
-EXAMPLE_PENALTY = 0.5  # × for examples, benchmarks, vendored or compat code
-REEXPORT_PENALTY = 0.5  # × for __init__.py / index.ts chunks that only import and re-export
-STUB_PENALTY = 0.5  # × for .d.ts and .pyi declaration stubs
-EVIDENCE_SHARE = 0.25  # share of a test/doc chunk's score passed to the code it calls or names
-FOLDER_COHERENCE = 1.0  # × (1 + weight × the other files' best scores in its folder / the best-supported folder's)
-COHERENCE = 1.5  # × (1 + coherence × its other chunks' score / the best-supported file's) for a file's best chunk
-MAX_PER_FILE = 1  # chunks of one file at full score; each further one is multiplied by FILE_REPEAT_DECAY
-FILE_REPEAT_DECAY = 0.15  # 0 pushes a file's extra chunks below every other file's (a hard cap)
-SIGNATURE_WEIGHT = 0.4  # × (1 + weight × share of query terms in the symbol's name and signature)
-SMALL_CHUNK_LINES = 10  # chunks of at most this many lines (getters, one-line declarations) ...
-SMALL_CHUNK_PENALTY = 0.7  # ... × this: they match a question's words by density, not by substance
-PATH_WEIGHT = 4.0  # × (1 + weight × share of query terms in the file's path: `join_set.rs`, `websockets.py`)
-PATH_NAME_BOOST = 0.5  # × (1 + boost) more when a question's words make up the whole file name (`mime.rb`, `HttpRedirect.kt`)
-MISSPELLED_DEFINITION_SHARE = 0.0  # of the boost, for a definer that doesn't define a capitalised name as typed
-PATH_FOLDERS = 1  # the path signal reads the file name and this many folders above it (0: all)
-PATH_PREFIX_MIN = 3  # path and query words match when one starts the other, both this long (`lock`, `lockfile`)
 
 EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|bench|vendor|vendored|third_party|thirdparty|compat|_compat)(/|$)", re.IGNORECASE)
 _REEXPORT_FILE = re.compile(r"(^|/)(__init__\.py|index\.[cm]?[jt]sx?|mod\.rs)$")
@@ -59,7 +30,7 @@ _REEXPORT_LINE = re.compile(r"^\s*(from\s+\S+\s+import|import\s|export\s+(\*|\{)
 
 
 _NO_WHY: Mapping[str, object] = MappingProxyType({})
-Factor = Callable[["ChunkView", Query], float]
+Factor = Callable[["ChunkView", Query, RankingParams], float]
 # module names for the kinds the per-candidate signals test: cheaper than an Enum attribute each time
 _TEST, _DOCS, _CONFIG = FileKind.TEST, FileKind.DOCS, FileKind.CONFIG
 
@@ -108,10 +79,10 @@ class ChunkView(Protocol):
 # ---- signals ---------------------------------------------------------------------------------
 
 
-def fusion_weights(shape: Query) -> dict[str, float]:
+def fusion_weights(shape: Query, p: RankingParams = DEFAULT_PARAMS) -> dict[str, float]:
     """Signal `query-shape`: identifiers lean on keyword and name lists, prose stays balanced."""
     if shape.name_like:
-        return {"keyword": 1.0, "names": NAMES_WEIGHT_FOR_IDENTIFIERS, "semantic": SEMANTIC_WEIGHT_FOR_IDENTIFIERS}
+        return {"keyword": 1.0, "names": p.names_weight_for_identifiers, "semantic": p.semantic_weight_for_identifiers}
     return {"keyword": 1.0, "names": 1.0, "semantic": 1.0}
 
 
@@ -120,14 +91,14 @@ def defines_queried(c: ChunkView, shape: Query) -> bool:
     return not shape.names.isdisjoint(c.defines)
 
 
-def definition_factor(c: ChunkView, shape: Query) -> float:
+def definition_factor(c: ChunkView, shape: Query, p: RankingParams = DEFAULT_PARAMS) -> float:
     if not defines_queried(c, shape):
         return 1.0
-    boost = DEFINITION_BOOST
+    boost = p.definition_boost
     if shape.capitalised and shape.capitalised.isdisjoint(c.spelled):
-        boost *= MISSPELLED_DEFINITION_SHARE
+        boost *= p.misspelled_definition_share
     if file_named_after(c.path, shape.names):
-        return (1 + boost) * (1 + DEFINITION_FILE_BOOST)
+        return (1 + boost) * (1 + p.definition_file_boost)
     return 1 + boost
 
 
@@ -159,22 +130,22 @@ def _path_flags(path: str) -> tuple[bool, bool, bool]:
     return bool(EXAMPLE_PATH.search(path)), bool(_STUB_FILE.search(path)), bool(_REEXPORT_FILE.search(path))
 
 
-def path_prior(c: ChunkView, shape: Query) -> float:
+def path_prior(c: ChunkView, shape: Query, p: RankingParams = DEFAULT_PARAMS) -> float:
     factor = 1.0
     kind = c.kind
     if kind is _TEST and not shape.wants_tests:
-        factor *= TEST_PENALTY
+        factor *= p.test_penalty
     elif kind is _DOCS and not shape.wants_docs:
-        factor *= DOCS_PENALTY
+        factor *= p.docs_penalty
     elif kind is _CONFIG:
-        factor *= CONFIG_PENALTY
+        factor *= p.config_penalty
     example, stub, reexport_name = _path_flags(c.path)
     if example and not shape.wants_tests:
-        factor *= EXAMPLE_PENALTY
+        factor *= p.example_penalty
     if stub:
-        factor *= STUB_PENALTY
+        factor *= p.stub_penalty
     elif reexport_name and _only_reexports(c.text):
-        factor *= REEXPORT_PENALTY
+        factor *= p.reexport_penalty
     return factor
 
 
@@ -183,10 +154,10 @@ def is_evidence_source(c: ChunkView) -> bool:
     return c.kind is _TEST or c.kind is _DOCS or _path_flags(c.path)[0]
 
 
-def signature_factor(c: ChunkView, shape: Query) -> float:
+def signature_factor(c: ChunkView, shape: Query, p: RankingParams = DEFAULT_PARAMS) -> float:
     if not c.defines or not shape.term_set:
         return 1.0
-    return 1 + SIGNATURE_WEIGHT * len(shape.term_set & signature_words(c.text)) / len(shape.term_set)
+    return 1 + p.signature_weight * len(shape.term_set & signature_words(c.text)) / len(shape.term_set)
 
 
 def _head(text: str, lines: int) -> str:
@@ -224,25 +195,25 @@ def line_words(line: str) -> frozenset[str]:
     return frozenset(t for w in re.findall(r"\w+", line) for t in (compound(w), *split_identifier(w)))
 
 
-def path_factor(c: ChunkView, shape: Query) -> float:
+def path_factor(c: ChunkView, shape: Query, p: RankingParams = DEFAULT_PARAMS) -> float:
     if shape.name_like and shape.names:
         # a typed name points at the file or folder named after it (`join_set.rs` for `JoinSet`); a
         # file sharing only a part of it (`curl_trc.c` for `curl_msnprintf`) counts for its definer
         # alone (`retry.py` for `retry_with_backoff`), word by whole word
         if named_after(c.path, shape.names):
-            return 1 + PATH_WEIGHT
+            return 1 + p.path_weight
         if not defines_queried(c, shape):
             return 1.0
         prefix_min, whole_name = 0, False
     else:
-        prefix_min, whole_name = PATH_PREFIX_MIN, not shape.name_like
+        prefix_min, whole_name = p.path_prefix_min, not shape.name_like
     if not shape.path_terms:
         return 1.0
-    matches, named = _path_words(c.path, shape.path_terms, PATH_FOLDERS, prefix_min, whole_name)
-    factor = 1 + PATH_WEIGHT * matches / len(shape.path_terms)
+    matches, named = _path_words(c.path, shape.path_terms, p.path_folders, prefix_min, whole_name)
+    factor = 1 + p.path_weight * matches / len(shape.path_terms)
     # a file named for the asked-about thing (`mime.rb` for "MIME type detection") beats a file that
     # shares the word among others (`mime_utils.rb`) or a big file that mentions it
-    return factor * (1 + PATH_NAME_BOOST) if named else factor
+    return factor * (1 + p.path_name_boost) if named else factor
 
 
 @lru_cache(maxsize=65_536)
@@ -287,8 +258,8 @@ def named_in(path: str, terms: frozenset[str], prefix_min: int) -> bool:
     return bool(words) and all(w in terms or any(_prefixed(w, t, prefix_min) for t in terms) for w in words)
 
 
-def size_factor(c: ChunkView, shape: Query) -> float:
-    return SMALL_CHUNK_PENALTY if c.end_line - c.start_line < SMALL_CHUNK_LINES else 1.0
+def size_factor(c: ChunkView, shape: Query, p: RankingParams = DEFAULT_PARAMS) -> float:
+    return p.small_chunk_penalty if c.end_line - c.start_line < p.small_chunk_lines else 1.0
 
 
 def folder_of(path: str) -> str:
@@ -313,12 +284,13 @@ def apply_signals(
     evidence: Callable[[], Mapping[int, Sequence[int]]] | None = None,
     fetch: Callable[[Sequence[int]], Mapping[int, ChunkView]] | None = None,
     limit: int | None = None,
+    params: RankingParams = DEFAULT_PARAMS,
 ) -> list[Candidate]:
     """The signals named in `steps`, in SIGNALS order, over fused candidates: the best `limit`
     (default all), best first. The same as calling each signal's function below in turn. See
     rank_chunks, which this runs on the candidates' scores and `why`s."""
     return rank_chunks(candidates, [c.score for c in candidates], [c.why for c in candidates], shape, steps,
-                       evidence, fetch, limit)
+                       evidence, fetch, limit, params)
 
 
 def rank_chunks(
@@ -330,13 +302,14 @@ def rank_chunks(
     evidence: Callable[[], Mapping[int, Sequence[int]]] | None = None,
     fetch: Callable[[Sequence[int]], Mapping[int, ChunkView]] | None = None,
     limit: int | None = None,
+    params: RankingParams = DEFAULT_PARAMS,
 ) -> list[Candidate]:
     """apply_signals over chunks with their fused scores and `why`s beside them; scores and
     notes stay in lists and only the candidates returned are built, once (this runs on every
     candidate of every query). `evidence` reads the links (see evidence_transfer) only when the
     signal runs: not when the query asks for tests or docs; `fetch` reads the chunks they point
     at that are not candidates yet, which join at score 0."""
-    run = _Run(chunks, scores, whys)
+    run = _Run(chunks, scores, whys, params)
     if "definition" in steps and shape.names:  # no name asked for: the factor is 1 for every chunk
         run.multiply(shape, [("definition", FACTORS["definition"])])
     if "evidence" in steps and evidence is not None and fetch is not None and not (shape.wants_tests or shape.wants_docs):
@@ -348,7 +321,7 @@ def rank_chunks(
     if "coherence" in steps:
         capped = run.cohere(shape)
     order = run.ranked()
-    if capped:  # FILE_REPEAT_DECAY 0: a file's extra chunks after every file's kept ones
+    if capped:  # file_repeat_decay 0: a file's extra chunks after every file's kept ones
         order = [i for i in order if i not in capped] + [i for i in order if i in capped]
     return [run.candidate(i) for i in order[:limit]]
 
@@ -356,7 +329,9 @@ def rank_chunks(
 class _Run:
     """Candidates with their scores, `why`s and signal notes as parallel lists, for rank_chunks."""
 
-    def __init__(self, chunks: Sequence[ChunkView], scores: Sequence[float], whys: Sequence[Mapping[str, object]]) -> None:
+    def __init__(self, chunks: Sequence[ChunkView], scores: Sequence[float], whys: Sequence[Mapping[str, object]],
+                 params: RankingParams) -> None:
+        self.p = params
         self.cands = list(chunks)
         self.scores = list(scores)
         self.whys = list(whys)
@@ -393,11 +368,11 @@ class _Run:
     def multiply(self, shape: Query, factors: Sequence[tuple[str, Factor]]) -> None:
         if not factors:
             return
-        scores, notes = self.scores, self.notes
+        scores, notes, p = self.scores, self.notes, self.p
         for i, c in enumerate(self.cands):
             total = 1.0
             for name, factor in factors:
-                f = factor(c, shape)
+                f = factor(c, shape, p)
                 if f != 1.0:
                     total *= f
                     found = notes[i]
@@ -421,7 +396,7 @@ class _Run:
                 continue
             targets = [t for t in evidence.get(c.chunk_id, ()) if t != c.chunk_id]
             for target in targets:
-                gains[target] += EVIDENCE_SHARE * self.scores[i] / len(targets)
+                gains[target] += self.p.evidence_share * self.scores[i] / len(targets)
                 sources[target].append(c.chunk_id)
         if not gains:
             return
@@ -452,12 +427,12 @@ class _Run:
             return
         scale = self.scale
         for path, i in best.items():
-            scale(i, 1 + FOLDER_COHERENCE * support[path] / most, "folder")
+            scale(i, 1 + self.p.folder_coherence * support[path] / most, "folder")
 
     def cohere(self, shape: Query) -> set[int]:
-        """Signal `coherence`, see file_coherence; returns the chunks a hard cap (FILE_REPEAT_DECAY
+        """Signal `coherence`, see file_coherence; returns the chunks a hard cap (file_repeat_decay
         0) puts after every file's kept ones."""
-        cands, scores = self.cands, self.scores
+        cands, scores, p = self.cands, self.scores, self.p
         by_file: dict[str, list[int]] = {}
         for i in self.ranked():
             path = cands[i].path
@@ -480,25 +455,25 @@ class _Run:
         capped: set[int] = set()
         scale = self.scale
         for path, members in by_file.items():
-            scale(members[0], 1 + COHERENCE * support[path] / most, "coherence")
-            if len(members) > MAX_PER_FILE:
-                for rank, i in enumerate(members[MAX_PER_FILE:], start=1):
-                    if FILE_REPEAT_DECAY <= 0:
+            scale(members[0], 1 + p.coherence * support[path] / most, "coherence")
+            if len(members) > p.max_per_file:
+                for rank, i in enumerate(members[p.max_per_file:], start=1):
+                    if p.file_repeat_decay <= 0:
                         capped.add(i)
                     else:
-                        scale(i, FILE_REPEAT_DECAY ** rank, "coherence")
+                        scale(i, p.file_repeat_decay ** rank, "coherence")
         return capped
 
 
 _ANY_QUERY = parse_query("")  # for the signals that read only the candidates
 
 
-def definition_boost(candidates: Sequence[Candidate], shape: Query) -> list[Candidate]:
+def definition_boost(candidates: Sequence[Candidate], shape: Query, params: RankingParams = DEFAULT_PARAMS) -> list[Candidate]:
     """Signal `definition`: the chunk that defines a queried name outranks chunks that use it,
     more so in a file named after it (`SqlMapper.cs` over the partial `SqlMapper.CacheInfo.cs`);
     a name typed with a leading capital counts only where it is defined spelled so
     (`Sinatra::Helpers` is `module Helpers`, not `def helpers`)."""
-    return apply_signals(candidates, shape, ("definition",))
+    return apply_signals(candidates, shape, ("definition",), params=params)
 
 
 def evidence_transfer(
@@ -506,48 +481,51 @@ def evidence_transfer(
     shape: Query,
     evidence: Mapping[int, Sequence[int]],
     fetch: Callable[[Sequence[int]], Mapping[int, ChunkView]],
+    params: RankingParams = DEFAULT_PARAMS,
 ) -> list[Candidate]:
-    """Signal `evidence`: a matching test, example or doc chunk passes EVIDENCE_SHARE of its score,
+    """Signal `evidence`: a matching test, example or doc chunk passes `evidence_share` of its score,
     split evenly, to the code chunks it calls or names (`evidence`: source chunk id → target chunk
     ids). Targets not yet among the candidates join them. Runs before `kind-prior`, which then
     puts the evidence below the code it points at."""
-    return apply_signals(candidates, shape, ("evidence",), lambda: evidence, fetch)
+    return apply_signals(candidates, shape, ("evidence",), lambda: evidence, fetch, params=params)
 
 
-def kind_prior(candidates: Sequence[Candidate], shape: Query) -> list[Candidate]:
+def kind_prior(candidates: Sequence[Candidate], shape: Query, params: RankingParams = DEFAULT_PARAMS) -> list[Candidate]:
     """Signal `kind-prior`: tests, docs, examples, vendored code, re-export files and stubs
     step back unless the query asks for them."""
-    return apply_signals(candidates, shape, ("kind-prior",))
+    return apply_signals(candidates, shape, ("kind-prior",), params=params)
 
 
-def signature_weight(candidates: Sequence[Candidate], shape: Query) -> list[Candidate]:
+def signature_weight(candidates: Sequence[Candidate], shape: Query, params: RankingParams = DEFAULT_PARAMS) -> list[Candidate]:
     """Signal `signature`: query words in a symbol chunk's name and signature count extra."""
-    return apply_signals(candidates, shape, ("signature",))
+    return apply_signals(candidates, shape, ("signature",), params=params)
 
 
-def path_match(candidates: Sequence[Candidate], shape: Query) -> list[Candidate]:
+def path_match(candidates: Sequence[Candidate], shape: Query, params: RankingParams = DEFAULT_PARAMS) -> list[Candidate]:
     """Signal `path`: query words in the file's path (its name and folder) point at the file, more
     so when they make up the whole file name (`mime.rb` for "MIME type detection"); an identifier
     points at the file or folder named after it."""
-    return apply_signals(candidates, shape, ("path",))
+    return apply_signals(candidates, shape, ("path",), params=params)
 
 
-def size_prior(candidates: Sequence[Candidate], shape: Query) -> list[Candidate]:
+def size_prior(candidates: Sequence[Candidate], shape: Query, params: RankingParams = DEFAULT_PARAMS) -> list[Candidate]:
     """Signal `size`: a chunk of a few lines steps back; BM25's length normalisation and the
     signature signal favour a three-line getter that happens to hold two of the query's words."""
-    return apply_signals(candidates, shape, ("size",))
+    return apply_signals(candidates, shape, ("size",), params=params)
 
 
-def folder_coherence(candidates: Sequence[Candidate]) -> list[Candidate]:
+def folder_coherence(candidates: Sequence[Candidate], params: RankingParams = DEFAULT_PARAMS) -> list[Candidate]:
     """Signal `folder`: good candidates from other files of the same folder lift a file's best
     chunk (a question about a subsystem points at the folder that holds it: `Queue/`,
     `task/`), against the best-supported file's folder support as `coherence` scales its own."""
-    return apply_signals(candidates, _ANY_QUERY, ("folder",))
+    return apply_signals(candidates, _ANY_QUERY, ("folder",), params=params)
 
 
-def file_coherence(candidates: Sequence[Candidate], shape: Query = _ANY_QUERY) -> list[Candidate]:
+def file_coherence(
+    candidates: Sequence[Candidate], shape: Query = _ANY_QUERY, params: RankingParams = DEFAULT_PARAMS
+) -> list[Candidate]:
     """Signal `coherence`: several good chunks in a file lift its best one; a file's further
-    chunks step back (FILE_REPEAT_DECAY each) so one file can't fill the page. For an identifier,
+    chunks step back (`file_repeat_decay` each) so one file can't fill the page. For an identifier,
     only files that define it are lifted when any does: the many chunks of a file that uses a name
     say where it is used, not where it lives."""
-    return apply_signals(candidates, shape, ("coherence",))
+    return apply_signals(candidates, shape, ("coherence",), params=params)
