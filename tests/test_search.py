@@ -170,3 +170,15 @@ def test_a_ranking_file_changes_the_numbers_the_search_uses(sample_repo: Path, t
     with Index.open(sample_repo, settings=Settings.from_env(), embedder=FakeEmbedder()) as index:
         assert index.ranking.definition_boost == 0.0
         assert "definition" not in index.search("charge_credit_card", k=1)[0].why
+
+
+def test_the_public_api_is_one_import(sample_repo: Path) -> None:
+    from codewhere import Index, SearchRequest
+    from codewhere.embed.fake import FakeEmbedder
+
+    with Index.open(sample_repo, embedder=FakeEmbedder()) as index:
+        index.refresh()
+        by_request = index.run(SearchRequest("charge_credit_card", k=3, kinds=("code",)))
+        by_arguments = index.search("charge_credit_card", k=3, kinds=["code"])
+        assert by_request == by_arguments and by_request[0].path == "src/shop/payment.py"
+        assert {h.kind.value for h in by_request} == {"code"}

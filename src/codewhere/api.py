@@ -6,7 +6,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Self
 
@@ -113,8 +113,36 @@ def normalise_scope(root: Path, scope: str) -> str:
     return "" if text == "." else text.removeprefix("./")
 
 
+@dataclass(frozen=True)
+class SearchRequest:
+    """One search, as every surface asks it. `disabled_signals` names ranking signals to switch
+    off ("all": plain RRF fusion; see search/signals.py); `kinds` keeps only these file kinds;
+    `repos` limits a shared index to those repositories (default: all)."""
+
+    query: str
+    k: int = DEFAULT_K
+    mode: Mode | str = Mode.HYBRID
+    scopes: tuple[str, ...] = ()
+    exclude_tests: bool = False
+    exclude_docs: bool = False
+    disabled_signals: tuple[str, ...] = ()
+    kinds: tuple[str, ...] | None = None
+    repos: tuple[str, ...] = ()
+    rerank: bool = True
+
+
 class Index:
-    """An indexed folder: refresh it, search it, describe it."""
+    """An indexed folder: refresh it, search it, ask its graph, describe it.
+
+    ```python
+    from codewhere import Index
+
+    with Index.open("path/to/repo") as index:
+        index.refresh()
+        for hit in index.search("skip the proxy for local addresses", k=5):
+            print(f"{hit.path}:{hit.start_line}-{hit.end_line}")
+    ```
+    """
 
     def __init__(
         self, root: Path, store: Store, settings: Settings, embedder: Embedder | None = None
@@ -287,29 +315,35 @@ class Index:
         repos: Sequence[str] = (),
         rerank: bool = True,
     ) -> list[Hit]:
-        """Search the index. `disabled_signals` names ranking signals to switch off ("all" for
-        plain RRF fusion); see search/signals.py. `repos` limits a shared index to those
-        repositories (default: all)."""
+        """Search the index: `run` with a SearchRequest made of these arguments."""
+        return self.run(SearchRequest(query, k, mode, tuple(scopes), exclude_tests, exclude_docs, tuple(disabled_signals),
+                                      None if kinds is None else tuple(kinds), tuple(repos), rerank))
+
+    def run(self, request: SearchRequest) -> list[Hit]:
+        """Search the index as `request` asks; the CLI, the MCP server and the benchmarks all
+        come here. A request a user got wrong is a QueryError naming the fix."""
+        query = request.query
         if not query.strip():
             raise QueryError("the query is empty", 'give words or an identifier, e.g. codewhere search "parse headers"')
         if "\0" in query:
             raise QueryError("the query holds a NUL byte", "pass the query as text, without \\0")
         try:
-            mode = Mode(mode)
+            mode = Mode(request.mode)
         except ValueError as exc:
-            raise QueryError(f"unknown mode {mode!r}", f"use one of: {', '.join(m.value for m in Mode)}") from exc
+            raise QueryError(f"unknown mode {request.mode!r}", f"use one of: {', '.join(m.value for m in Mode)}") from exc
+        k = request.k
         if k < 1:
             raise QueryError(f"-k must be at least 1, got {k}", "pass -k 10 or leave it out")
-        filters = self._filters(scopes, exclude_tests, exclude_docs, repos)
-        if kinds is not None:
+        filters = self._filters(request.scopes, request.exclude_tests, request.exclude_docs, request.repos)
+        if request.kinds is not None:
             try:
-                wanted = {FileKind(k) for k in kinds}
+                wanted = {FileKind(kind) for kind in request.kinds}
             except ValueError as exc:
-                raise QueryError(f"unknown kind in {list(kinds)}", "use code, test, docs or config") from exc
-            filters = replace(filters, exclude_kinds=tuple(k for k in FileKind if k not in wanted))
+                raise QueryError(f"unknown kind in {list(request.kinds)}", "use code, test, docs or config") from exc
+            filters = replace(filters, exclude_kinds=tuple(kind for kind in FileKind if kind not in wanted))
         embedder = None if mode is Mode.KEYWORD else self.embedder()
-        off = signal_set(disabled_signals)
-        reranker = self.reranker() if rerank else None
+        off = signal_set(request.disabled_signals)
+        reranker = self.reranker() if request.rerank else None
         if self._searched:  # a second search: this process searches on (a server, an eval), so keep the chunks at hand
             self.store.keep_chunks_in_memory()
         self._searched = True

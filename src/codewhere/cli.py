@@ -27,6 +27,7 @@ from codewhere.api import (
     EVAL_DEPTH,
     EVAL_METHODS,
     Index,
+    SearchRequest,
     default_root,
     eval_method,
     resolve_root,
@@ -235,11 +236,11 @@ def _cmd_search(args: argparse.Namespace) -> int:
         if not index.shared:  # a team index is written by `codewhere index`, read by everyone
             with _progress(err_console.is_terminal and not args.json) as progress:
                 index.refresh_if_free(progress, vectors=vectors)
-        hits = index.search(
-            args.query, k=args.k, mode=args.mode, scopes=args.scope,
-            exclude_tests=args.exclude_tests, exclude_docs=args.exclude_docs, disabled_signals=args.no_signal,
-            repos=args.repo, rerank=not args.no_rerank,
-        )
+        hits = index.run(SearchRequest(
+            args.query, k=args.k, mode=args.mode, scopes=tuple(args.scope), exclude_tests=args.exclude_tests,
+            exclude_docs=args.exclude_docs, disabled_signals=tuple(args.no_signal), repos=tuple(args.repo),
+            rerank=not args.no_rerank,
+        ))
         if args.json:
             print(render.hits_json(args.query, index.root, hits))
         else:

@@ -20,7 +20,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from codewhere.api import DEFAULT_K, Index
+from codewhere.api import DEFAULT_K, Index, SearchRequest
 from codewhere.errors import CodewhereError, QueryError
 from codewhere.indexer import Progress
 from codewhere.redact import redact
@@ -178,8 +178,9 @@ def build_server(workspace: Workspace) -> MCPServer:
         def go(progress: Progress | None) -> dict[str, Any]:
             index, rel = workspace.index_for(path, progress)
             scopes = list(scope or []) + ([rel] if rel else [])
+            request = SearchRequest(query, k=k, mode=mode, scopes=tuple(scopes), kinds=None if kinds is None else tuple(kinds))
             with workspace.deadline(index):
-                hits = index.search(query, k=k, mode=mode, scopes=scopes, kinds=kinds)
+                hits = index.run(request)
             return {"query": query, **size_hits(hits, max_tokens, workspace.redact_secrets)}
         return await call(ctx, go)
 
