@@ -38,7 +38,8 @@ def main() -> None:
     parser.add_argument("--descent", type=int, default=0, metavar="ROUNDS",
                         help="instead of the full grid, change one constant at a time (each over its --grid values, "
                              "the others fixed) and keep a value only if it beats the best mean so far by MIN_GAIN")
-    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
+    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS"), required=not os.environ.get("CODEWHERE_BENCH_MIRRORS"),
+                        metavar="DIR", help="git mirrors of the benchmark repositories, DIR/<owner>+<name>/repo (or CODEWHERE_BENCH_MIRRORS)")
     args = parser.parse_args()
     args.repo = args.repo or list(DEV)
     if overlap := set(args.repo) & set(REPORTED):

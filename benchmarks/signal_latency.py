@@ -47,7 +47,8 @@ def main() -> None:
     parser.add_argument("--repo", action="append", default=[])
     parser.add_argument("--split", choices=sorted(SPLITS))
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
+    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS"), required=not os.environ.get("CODEWHERE_BENCH_MIRRORS"),
+                        metavar="DIR", help="git mirrors of the benchmark repositories, DIR/<owner>+<name>/repo (or CODEWHERE_BENCH_MIRRORS)")
     parser.add_argument("--per-signal", action="store_true", help="also time hybrid without each signal")
     args = parser.parse_args()
     runs = methods(args.per_signal)

@@ -1,6 +1,6 @@
 """The SQLite store and the PostgreSQL store side by side, same machine, same run.
 
-    python benchmarks/store_bench.py --requests-mirror /work/.mirror/psf+requests/repo \
+    python benchmarks/store_bench.py --requests-mirror MIRRORS/psf+requests/repo \
         [--repo flask --repo gin ...] [--searchers 8] [--rounds 3] [--json OUT]
 
 For each store: index time and throughput (files and chunks per second, vectors included, the
@@ -127,7 +127,8 @@ def concurrent_latency(settings: Settings, work: list[tuple[str, Path, str]], se
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests-mirror", default=None)
-    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
+    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS"), required=not os.environ.get("CODEWHERE_BENCH_MIRRORS"),
+                        metavar="DIR", help="git mirrors of the benchmark repositories, DIR/<owner>+<name>/repo (or CODEWHERE_BENCH_MIRRORS)")
     parser.add_argument("--repo", action="append", default=[], help="semble repos to add (repeatable)")
     parser.add_argument("--django", action="store_true", help="also index Django 5.1.4 (throughput only)")
     parser.add_argument("--searchers", type=int, default=8, help="0: skip the concurrent-latency part")

@@ -96,7 +96,8 @@ def main() -> None:
                         help="probe the files in languages without a grammar, by their regular-expression definitions")
     parser.add_argument("--per-repo", type=int, default=15)
     parser.add_argument("--json", type=Path, help="write every query, its gold file, rank and top three files here")
-    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
+    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS"), required=not os.environ.get("CODEWHERE_BENCH_MIRRORS"),
+                        metavar="DIR", help="git mirrors of the benchmark repositories, DIR/<owner>+<name>/repo (or CODEWHERE_BENCH_MIRRORS)")
     args = parser.parse_args()
     repos = args.repo or list(DEV)
     if overlap := set(repos) & set(REPORTED):

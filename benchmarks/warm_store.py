@@ -61,7 +61,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repo", action="append", default=[])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS", "/work/.mirror"))
+    parser.add_argument("--mirrors", default=os.environ.get("CODEWHERE_BENCH_MIRRORS"), required=not os.environ.get("CODEWHERE_BENCH_MIRRORS"),
+                        metavar="DIR", help="git mirrors of the benchmark repositories, DIR/<owner>+<name>/repo (or CODEWHERE_BENCH_MIRRORS)")
     args = parser.parse_args()
     specs = {s["name"]: s for s in json.loads((SHARED / "repos.json").read_text())}
     print("| repo | chunks | chunk text | memory | load | one file changed (its chunks) | refresh after the change |")
