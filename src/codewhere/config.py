@@ -192,7 +192,7 @@ def _apply_file(settings: Settings, file: Path, sources: dict[str, str]) -> Sett
     known = {(o.section, o.key): o for o in OPTIONS}
     for section, table in data.items():
         if not isinstance(table, dict):
-            raise ConfigError(f"{file}: `{section}` must be a table like [{section}]", "see README, Configuration")
+            raise ConfigError(f"{file}: `{section}` must be a table like [{section}]", "see docs/guide.md, Configuration")
         for key, raw in table.items():
             option = known.get((section, key))
             if option is None:

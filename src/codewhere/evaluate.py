@@ -86,8 +86,8 @@ def load_query_file(path: Path) -> QueryFile:
         if isinstance(raw, list):
             return _semble_format(path, raw)
     except (KeyError, TypeError, ValueError) as exc:
-        raise QueryError(f"{path} has a malformed query ({exc})", "README's 'Query files' section shows both formats") from exc
-    raise QueryError(f"{path} is neither a study query file nor a semble annotation file", "README's 'Query files' section shows both formats")
+        raise QueryError(f"{path} has a malformed query ({exc})", "docs/guide.md's 'Query files' section shows both formats") from exc
+    raise QueryError(f"{path} is neither a study query file nor a semble annotation file", "docs/guide.md's 'Query files' section shows both formats")
 
 
 def _study_format(path: Path, raw: dict) -> QueryFile:
