@@ -57,38 +57,41 @@ class _Rules:
 _warned: set[tuple[str, int]] = set()  # bad ignore lines already reported by this process
 
 
-def _valid_pattern(line: str) -> bool:
+def _compiled(lines: list[str]) -> pathspec.GitIgnoreSpec | None:
     try:
-        pathspec.GitIgnoreSpec.from_lines([line])
-        return True
+        return pathspec.GitIgnoreSpec.from_lines(lines)
     except (ValueError, TypeError):  # GitIgnorePatternError is a ValueError
-        return False
+        return None
 
 
 def _load_rules(folder: Path, base: str, names: tuple[str, ...], extra: tuple[Path, ...] = ()) -> _Rules | None:
     """The patterns of `names` in `folder` (and of `extra` files), in order. A line git would
     reject (a lone `!`, as psf/black's test fixtures ship) is skipped with a warning, once."""
-    lines: list[str] = []
-    origins: list[str] = []
+    lines: list[tuple[str, Path, int]] = []
     for path in (*extra, *(folder / name for name in names)):
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip() or line.lstrip().startswith("#"):
-                continue
-            if not _valid_pattern(line):
-                if (str(path), number) not in _warned:
-                    _warned.add((str(path), number))
-                    log.warning("%s line %d: %r is not a valid ignore pattern; skipped it", path, number, line)
-                continue
-            lines.append(line)
-            origins.append(f"{path} line {number} `{line.strip()}`")
+        lines += [(line, path, number) for number, line in enumerate(text.splitlines(), start=1)
+                  if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
         return None
-    spec = pathspec.GitIgnoreSpec.from_lines(lines)
-    return _Rules(base, spec, tuple(origins) if len(spec.patterns) == len(origins) else ())
+    spec = _compiled([line for line, _, _ in lines])
+    if spec is None:  # compiled once; line by line only to find the line git would reject
+        kept = []
+        for line, path, number in lines:
+            if _compiled([line]) is not None:
+                kept.append((line, path, number))
+            elif (str(path), number) not in _warned:
+                _warned.add((str(path), number))
+                log.warning("%s line %d: %r is not a valid ignore pattern; skipped it", path, number, line)
+        lines = kept
+        spec = _compiled([line for line, _, _ in lines]) if lines else None
+    if spec is None:
+        return None
+    origins = tuple(f"{path} line {number} `{line.strip()}`" for line, path, number in lines)
+    return _Rules(base, spec, origins if len(spec.patterns) == len(origins) else ())
 
 
 def _ignored_by(rules: list[_Rules], rel: str, is_dir: bool) -> str | None:
