@@ -115,13 +115,14 @@ def refresh(
     phases.info("scan")
     report = IndexReport()
     version = chunker_version(chunker)
-    if store.meta().get("chunker_version") != version:
+    before = store.meta()  # read once; only this run writes meta from here on (the caller holds the lock)
+    if before.get("chunker_version") != version:
         with store.transaction():
             store.clear_files()
             store.set_meta({"chunker_version": version, "chunker": chunker})
     known = store.file_states()
     scan_key = f"minified={options.include_minified}"
-    if store.meta().get("scan_options") != scan_key:
+    if before.get("scan_options") != scan_key:
         # content rules changed: every file is read again (an unchanged hash is not re-chunked)
         known = {path: FileState(state.size, -1, state.hash, None) for path, state in known.items() if not state.skip_reason}
         with store.transaction():
@@ -152,12 +153,11 @@ def refresh(
     # Looking for chunks without a vector reads every chunk (50 ms on Django): skipped when nothing
     # was written since a run that left every chunk with a vector of this model. Here the key is
     # never that model's id (a change emptied it), so it is written after the vectors.
-    if embedder is not None and (report.changed or store.meta().get(VECTORS_COMPLETE) != embedder.info.id):
-        before = getattr(embedder, "documents_truncated", None)
-        # orphans come from this run's changes or from a run killed before it dropped its own
-        report.vectors_written = fill_vectors(store, embedder, progress, drop_orphans=True)
-        if before is not None:
-            report.texts_truncated = embedder.documents_truncated - before  # type: ignore[attr-defined]
+    if embedder is not None and (report.changed or meta.get(VECTORS_COMPLETE) != embedder.info.id):
+        truncated_before = getattr(embedder, "documents_truncated", None)
+        report.vectors_written = fill_vectors(store, embedder, progress)
+        if truncated_before is not None:
+            report.texts_truncated = embedder.documents_truncated - truncated_before  # type: ignore[attr-defined]
             report.truncated_at = getattr(embedder, "max_seq_length", None)
         with store.transaction():
             store.set_meta({VECTORS_COMPLETE: embedder.info.id})
@@ -168,14 +168,13 @@ def refresh(
 VECTOR_BATCH = 256
 
 
-def fill_vectors(
-    store: Store, embedder: Embedder, progress: Progress | None = None, drop_orphans: bool = True
-) -> int:
+def fill_vectors(store: Store, embedder: Embedder, progress: Progress | None = None) -> int:
     """Embed every distinct chunk text that has no vector yet; a page at a time, each committed.
 
     Runs after the file pass, so it also finishes the work of a killed run and of an index first
-    built in keyword mode. Vectors no chunk uses any more are dropped when `drop_orphans` (only
-    edits and deletions make orphans). Returns how many texts were embedded.
+    built in keyword mode. Then drops the vectors no chunk uses any more: this run's edits and
+    deletions make them, and so does a run killed before it dropped its own. Returns how many
+    texts were embedded.
     """
     done, last_id = 0, 0
     while page := store.chunks_without_vectors(VECTOR_BATCH, last_id):
@@ -188,9 +187,8 @@ def fill_vectors(
         done += len(distinct)
         if progress:
             progress(done, "embedding")
-    if drop_orphans:
-        with store.transaction():
-            store.delete_orphan_vectors()
+    with store.transaction():
+        store.delete_orphan_vectors()
     return done
 
 
