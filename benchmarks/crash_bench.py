@@ -57,13 +57,6 @@ def _top_hits(hits: list) -> tuple[list[float], list[tuple[str, int, int]]]:  # 
     return scores, sorted((h.path, h.start_line, h.end_line) for h in hits if round(h.score, 6) > cutoff)
 
 
-def _copy_index(source: Path, target: Path) -> None:
-    for extra in ("", "-wal", "-shm"):
-        Path(f"{target}{extra}").unlink(missing_ok=True)
-        if Path(f"{source}{extra}").exists():
-            shutil.copy2(f"{source}{extra}", f"{target}{extra}")
-
-
 def digest(root: Path, index: Path, env: dict[str, str], model: str) -> dict[str, str]:
     """What the index holds, a hash per part: chunk ranges, vectors, graph, statistics, top hits."""
     from codewhere.api import Index
@@ -150,8 +143,6 @@ def run(tree: Path, kills: int, model: str) -> dict[str, object]:
     for scenario, count in zip(SCENARIOS, per_scenario, strict=True):
         log = logs[scenario]
         points = kill_points(log, count)
-        if scenario == "first index":
-            _copy_index(index, twin)
         for round_number, event in enumerate(points, start=1):
             if scenario == "first index":
                 for path in (index, twin):

@@ -385,15 +385,15 @@ class Index:
         methods: dict[str, Callable[[str], list[Hit]]] = {}
         for method in modes:
             name, off = eval_method(method)
-            mode = eval_mode(name)
-            methods[name] = functools.partial(self._eval_search, k=depth, mode=mode, scopes=tuple(scopes), off=off, repos=own)
+            asked = SearchRequest("", k=depth, mode=eval_mode(name), scopes=tuple(scopes), disabled_signals=off, repos=own)
+            methods[name] = functools.partial(self._run_for, asked)
         result = run_eval(query_file, methods, spans.holds, grep_count)
         result.scope = tuple(filters.scopes)
         return result
 
-    def _eval_search(self, query: str, k: int, mode: Mode, scopes: tuple[str, ...], off: tuple[str, ...],
-                     repos: tuple[str, ...]) -> list[Hit]:
-        return self.search(query, k=k, mode=mode, scopes=scopes, disabled_signals=off, repos=repos)
+    def _run_for(self, request: SearchRequest, query: str) -> list[Hit]:
+        """`request` with `query` in it: an eval method asks every query the same way."""
+        return self.run(replace(request, query=query))
 
     def related(self, path: str, line: int, k: int = DEFAULT_K) -> list[Hit]:
         """Chunks whose vectors are nearest to the chunk at path:line (the chunk itself left out)."""

@@ -159,12 +159,11 @@ def impact(store: Store, symbol: SymbolRow, depth: int = 3, limit: int = MAX_IMP
     finds nothing new, so a cycle or a huge depth costs no more than the graph holds."""
     if depth < 1:
         raise QueryError(f"--depth must be at least 1, got {depth}", "pass --depth 3")
-    cut = ""
-    if depth > MAX_IMPACT_DEPTH:
-        depth, cut = MAX_IMPACT_DEPTH, f"depth capped at {MAX_IMPACT_DEPTH}"
+    capped = depth > MAX_IMPACT_DEPTH
     nearest: dict[int, tuple[int, str]] = {symbol.id: (0, "")}
     frontier = [symbol.id]
-    for distance in range(1, depth + 1):
+    cut = ""
+    for distance in range(1, min(depth, MAX_IMPACT_DEPTH) + 1):
         found: list[int] = []
         for source_id, via, _path, _line in store.edge_sources(frontier, ("call", "inherit")):
             if source_id not in nearest:
@@ -174,10 +173,11 @@ def impact(store: Store, symbol: SymbolRow, depth: int = 3, limit: int = MAX_IMP
             cut = f"stopped at {limit} symbols (distance {distance}); ask about a narrower symbol or a smaller --depth"
             break
         if not found:
-            if cut.startswith("depth capped"):
-                cut = ""  # the walk ended by itself before the cap mattered
+            capped = False  # the walk ended by itself before the cap mattered
             break
         frontier = found
+    if capped and not cut:
+        cut = f"depth capped at {MAX_IMPACT_DEPTH}"
     del nearest[symbol.id]
     kept = list(nearest.items())[:limit]
     rows = store.symbols_by_id([i for i, _ in kept])

@@ -65,16 +65,15 @@ def hybrid_ranked(
     if disabled >= set(signals.SIGNALS):  # plain fusion: the baseline the signals are measured against
         rankings["names"] = definition_ranking(store, query, params.rrf_depth, filters)
         return [Ranked(cid, score, dict(ranks)) for cid, score, ranks in rrf(rankings, params.rrf_k, params.rrf_depth)[:limit]]
-    shape = query
     # one lookup for the queried identifier and, with query-shape, every name-like word (`Router`)
     own = query.identifier
-    extra = sorted(shape.names) if "query-shape" not in disabled else []
+    extra = sorted(query.names) if "query-shape" not in disabled else []
     # a name typed with a leading capital is looked up where it is defined spelled so (signals.definition_factor)
-    spelled = sorted(shape.capitalised) if "query-shape" not in disabled else []
+    spelled = sorted(query.capitalised) if "query-shape" not in disabled else []
     defined = store.chunks_defining_names(sorted({*extra, *([own] if own else [])}), filters, spelled)
     names = list(dict.fromkeys(defined.get(own, [])))[:params.rrf_depth] if own else []
     rankings["names"] = list(dict.fromkeys([*names, *(cid for name in extra for cid in defined.get(name, []))]))[:params.rrf_depth]
-    weights = signals.fusion_weights(shape, params) if "query-shape" not in disabled else None
+    weights = signals.fusion_weights(query, params) if "query-shape" not in disabled else None
     fused = rrf(rankings, params.rrf_k, params.rrf_depth, weights=weights)[: max(limit, params.candidates)]
     read = store.candidate_rows([cid for cid, _, _ in fused], filters)
     found = [(read[cid], score, why) for cid, score, why in fused if cid in read]
@@ -87,7 +86,7 @@ def hybrid_ranked(
         return rows
 
     ranked = signals.rank_chunks(
-        chunks, [score for _, score, _ in found], [why for _, _, why in found], shape, steps,
+        chunks, [score for _, score, _ in found], [why for _, _, why in found], query, steps,
         lambda: _evidence(store, chunks, filters), fetch, limit, params,
     )
     return [Ranked(c.chunk_id, c.score, dict(c.why), read[c.chunk_id].chunk()) for c in ranked]
