@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from codewhere.chunk import chunk_source, line_windows, split_lines
 from codewhere.parse import parse
-from codewhere.tokens import index_tokens, query_terms
+from codewhere.tokens import MAX_TOKEN_CHARS, index_tokens, query_terms
 from codewhere.types import FileKind, FileRecord
 
 # lines of random lengths, from empty to far beyond a window, of code-like and arbitrary text
@@ -68,8 +68,8 @@ def test_chunks_of_any_file_have_valid_ranges_and_linear_size(text: str, languag
 
 @_SETTINGS
 @given(st.text(max_size=3_000))
-def test_tokenizers_never_fail_and_give_plain_tokens(text: str) -> None:
-    for token in index_tokens(text).split():
-        assert token and " " not in token
-    for term in query_terms(text):
-        assert term and term == term.strip()
+def test_query_terms_are_tokens_the_index_holds_for_the_same_text(text: str) -> None:
+    indexed = index_tokens(text).split()
+    assert all(token == token.lower() and len(token) <= MAX_TOKEN_CHARS for token in indexed)
+    # a query typed as the text finds it: its terms are among the text's index tokens
+    assert set(query_terms(text)) <= set(indexed)
