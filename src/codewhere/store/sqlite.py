@@ -162,8 +162,25 @@ def _mapped(path: Path, exc: apsw.Error) -> CodewhereError | None:
     if isinstance(exc, (apsw.FullError, apsw.ReadOnlyError, apsw.IOError, apsw.CantOpenError)):
         return _write_error(path, exc)
     if isinstance(exc, apsw.CorruptError):
-        return IndexFileError(f"the index {path} is corrupt", "run `codewhere index --rebuild`")
+        return _corrupt(path)
     return None
+
+
+def _configure(db: apsw.Connection) -> None:
+    """Every connection that writes: WAL (readers go on during writes), commits that survive a
+    killed process, foreign keys (a file's rows go with it)."""
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute("PRAGMA foreign_keys=ON")
+
+
+def _identity(db: apsw.Connection) -> tuple[int, int]:
+    """(application id, number of schema objects): whose file this is, and whether it is empty."""
+    return int(db.execute("PRAGMA application_id").get), int(db.execute("SELECT count(*) FROM sqlite_master").get)
+
+
+def _corrupt(path: Path) -> IndexFileError:
+    return IndexFileError(f"the index {path} is corrupt", "run `codewhere index --rebuild`")
 
 
 def _apsw_errors_mapped(cls: type) -> type:
@@ -307,9 +324,7 @@ class SqliteStore:
         db, tables = cls._connect(path)
         store = cls(path, db, repo)
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("PRAGMA foreign_keys=ON")
+            _configure(db)
             if not tables:
                 store._create()
             elif store.meta().get("schema_version") != SCHEMA_VERSION:
@@ -321,7 +336,7 @@ class SqliteStore:
                 return cls.open(path, repo, lock_wait)
         except apsw.CorruptError as exc:
             db.close()
-            raise IndexFileError(f"the index {path} is corrupt", "run `codewhere index --rebuild`") from exc
+            raise _corrupt(path) from exc
         except apsw.BusyError as exc:
             db.close()
             raise IndexFileError(f"the index {path} is locked by another process", "wait for it and retry") from exc
@@ -340,22 +355,20 @@ class SqliteStore:
             db.setbusytimeout(BUSY_TIMEOUT_MS)
             db.enable_load_extension(True)
             db.load_extension(sqlite_vec.loadable_path())
-            app_id = db.execute("PRAGMA application_id").get
-            tables = db.execute("SELECT count(*) FROM sqlite_master").get
+            app_id, tables = _identity(db)
         except apsw.NotADBError as exc:
             raise IndexFileError(
                 f"{path} is not a SQLite database (corrupt, truncated or foreign)",
                 "run `codewhere index --rebuild` (it replaces a damaged index in the cache dir), or pass --index FILE",
             ) from exc
         except apsw.CorruptError as exc:
-            raise IndexFileError(f"the index {path} is corrupt", "run `codewhere index --rebuild`") from exc
+            raise _corrupt(path) from exc
         except (apsw.CantOpenError, apsw.ReadOnlyError) as exc:
             if not path.is_file():
                 raise IndexFileError(f"cannot create the index {path}: {exc}",
                                      "make its folder writable, or pass --index FILE") from exc
             db = SqliteStore._connect_read_only(path)  # a folder we may not write: no -shm can be made
-            app_id = db.execute("PRAGMA application_id").get
-            tables = db.execute("SELECT count(*) FROM sqlite_master").get
+            app_id, tables = _identity(db)
         except apsw.Error as exc:
             raise IndexFileError(f"cannot open the index {path}: {exc}", "check its permissions, or pass --index FILE") from exc
         if tables and app_id != APPLICATION_ID:
@@ -422,7 +435,7 @@ class SqliteStore:
                 raise _write_error(self.path, exc) from exc
             self._db.close()  # virtual tables and cached statements belong to the old content
             self._db, _ = self._connect(self.path)
-            self._db.execute("PRAGMA foreign_keys=ON")
+            _configure(self._db)
         finally:
             fresh.close()
             SqliteStore.remove(beside)
