@@ -43,7 +43,7 @@ LONG_LINE_CHARS = TARGET_TOKENS * CHARS_PER_TOKEN  # a longer line is cut into p
 def _line_pieces(lines: list[str], limit: int) -> tuple[list[str], list[int]]:
     """The lines, each longer than `limit` cut into pieces of at most `limit` characters, and the
     0-based line each piece comes from. Without this, every symbol chunk of a minified file
-    stored its whole one line: a 200 KB line made 3,526 chunks and a 1.17 GB index."""
+    stored its whole one line: a 200 KB line made 3,408 chunks and a 1.1 GB index (BENCHMARKS §9)."""
     if all(len(line) <= limit for line in lines):
         return lines, list(range(len(lines)))
     pieces: list[str] = []

@@ -103,8 +103,8 @@ class Workspace:
         raise CodewhereError(f"{path} is outside the served folders", "give a path inside " + ", ".join(map(str, self.roots)))
 
     def call(self, work: Callable[[Progress | None], T], progress: Progress | None = None) -> T:
-        """Run one tool's work when no other call is using the indexes; a question that runs
-        past QUERY_SECONDS is interrupted. Every error comes back with its reason."""
+        """Run one tool's work when no other call is using the indexes (the work bounds its own
+        question with `deadline`). Every error comes back with its reason."""
         if not self._turn.acquire(timeout=BUSY_SECONDS):
             raise ToolError(f"codewhere is still busy with an earlier call after {BUSY_SECONDS:.0f} s — retry in a moment")
         try:
