@@ -56,7 +56,7 @@ def main() -> None:
     for name in args.repo:
         spec = specs[name]
         root = indexed_root(spec, mirror_for(spec["url"], Path(args.mirrors)))
-        index = Index.open(root, settings=settings)
+        index = Index.open(root, settings=settings, warm=True)
         index.refresh()
         spans = IndexedSpans(index.store.chunk_spans(Filters()))
         queries = load_query_file(SHARED / "annotations" / f"{name}.json").queries

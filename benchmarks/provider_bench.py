@@ -36,7 +36,7 @@ def one_model(model: str, root: Path, runs: int) -> dict[str, object]:
     name = f"st:{source_folder()}" if model == "st:minilm" else model
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings.from_env().with_flags(cache_dir=Path(tmp), model=name)
-        with Index.open(root, settings=settings) as index:
+        with Index.open(root, settings=settings, warm=True) as index:
             started = time.perf_counter()
             index.embedder()
             load_s = time.perf_counter() - started

@@ -107,7 +107,7 @@ def codewhere_engine(
 
     def build(root: Path):
         if root not in built:  # several methods share one index of a repo
-            index = Index.open(root, settings=Settings(cache_dir=cache, models_dir=models), rebuild=True)
+            index = Index.open(root, settings=Settings(cache_dir=cache, models_dir=models), rebuild=True, warm=True)
             index.refresh(rebuild=True)
             index.ranking = ranking
             built[root] = (index, IndexedSpans(index.store.chunk_spans(Filters())))

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.evaluate import load_query_file  # noqa: E402
-from codewhere.search.signals import SIGNALS  # noqa: E402
+from codewhere.search.ranking import SIGNALS  # noqa: E402
 from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
 from splits import SPLITS  # noqa: E402
 
@@ -60,7 +60,7 @@ def main() -> None:
     for name in names:
         spec = specs[name]
         root = indexed_root(spec, mirror_for(spec["url"], Path(args.mirrors)))
-        index = Index.open(root, settings=settings)
+        index = Index.open(root, settings=settings, warm=True)
         index.refresh()
         queries = [q.query for q in load_query_file(SHARED / "annotations" / f"{name}.json").queries]
         times: dict[str, dict[str, list[float]]] = {m: {q: [] for q in queries} for m in runs}

@@ -92,7 +92,7 @@ def _searcher(settings: Settings, work: list[tuple[str, Path, str]], rounds: int
     indexes: dict[str, Index] = {}
     for name, root, _ in work:
         if name not in indexes:
-            indexes[name] = Index.open(root, settings=replace(settings, repo=name))
+            indexes[name] = Index.open(root, settings=replace(settings, repo=name), warm=True)
     for index in indexes.values():  # load the model and warm the connection before the clock starts
         index.search("warm up", k=10)
     barrier.wait()

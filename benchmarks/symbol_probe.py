@@ -109,7 +109,7 @@ def main() -> None:
     for name in repos:
         spec = specs[name]
         root = indexed_root(spec, mirror_for(spec["url"], Path(args.mirrors)))
-        index = Index.open(root, settings=settings)
+        index = Index.open(root, settings=settings, warm=True)
         index.refresh()
         queries = probe_queries(index, root, args.per_repo, args.kind, args.without_grammar)
         scores = []

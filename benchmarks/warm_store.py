@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.store.sqlite import SqliteStore  # noqa: E402
+from codewhere.store.warm import WarmReader  # noqa: E402
 from codewhere.types import Filters  # noqa: E402
 from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
 
@@ -44,11 +45,11 @@ def load(index_file: Path, chunk_id: int, trace: bool = False) -> tuple[float, i
     """(seconds, bytes allocated when `trace`) for a fresh store on `index_file` to keep its chunks."""
     store = SqliteStore.open(index_file)
     try:
-        store.keep_chunks_in_memory()
+        reader = WarmReader(store)
         if trace:
             tracemalloc.start()
         started = time.perf_counter()
-        store.get_chunks([chunk_id])
+        reader.chunk_rows([chunk_id], Filters())
         seconds = time.perf_counter() - started
         allocated = tracemalloc.get_traced_memory()[0] if trace else 0
         return seconds, allocated
@@ -73,7 +74,7 @@ def main() -> None:
             root = Path(scratch) / name
             shutil.copytree(indexed_root(spec, mirror_for(spec["url"], Path(args.mirrors))), root, symlinks=True)
             settings = Settings(cache_dir=Path(scratch) / "cache", models_dir=Settings.from_env().model_cache)
-            index = Index.open(root, settings=settings)
+            index = Index.open(root, settings=settings, warm=True)
             index.refresh(vectors=False)
             store = index.store
             assert isinstance(store, SqliteStore)
@@ -84,9 +85,9 @@ def main() -> None:
             some_chunk = first.id
             loads = [load(store.path, some_chunk)[0] for _ in range(args.rounds)]
             memory = load(store.path, some_chunk, trace=True)[1]
-            store.keep_chunks_in_memory()
-            store.get_chunks([some_chunk])
-            warm = store._warm
+            reader = index.reader
+            assert isinstance(reader, WarmReader)
+            warm = reader.chunks()
             assert warm is not None, f"{name} is past the memory limits"
             updates, refreshes = [], []
             for _ in range(args.rounds):
@@ -95,7 +96,7 @@ def main() -> None:
                 started = time.perf_counter()
                 index.refresh(vectors=False)
                 refreshed = time.perf_counter()
-                store.get_chunks([some_chunk])
+                reader.chunk_rows([some_chunk], Filters())
                 updates.append(time.perf_counter() - refreshed)
                 refreshes.append(refreshed - started)
             print(f"| {name} | {len(warm.rows):,} | {warm.text_bytes / 2**20:.1f} MB | {memory / 2**20:.1f} MB "

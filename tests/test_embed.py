@@ -193,7 +193,7 @@ def test_hybrid_is_exactly_rrf_k60_over_keyword_and_semantic_top_30(tmp_path: Pa
         semantic = [cid for cid, _ in index.store.vector_search(fake.embed_query(query), 30, Filters())]
         assert definition_ranking(index.store, parse_query(query), 30, Filters()) == []
         expected = rrf({"keyword": keyword, "semantic": semantic}, k=60, depth=30)[:15]
-        chunks = index.store.get_chunks([cid for cid, _, _ in expected])
+        chunks = index.store.chunk_rows([cid for cid, _, _ in expected], Filters())
         hits = index.search(query, k=15, mode="hybrid", disabled_signals=["all"])  # plain fusion
         assert [(h.path, h.start_line) for h in hits] == [(chunks[c].path, chunks[c].start_line) for c, _, _ in expected]
         assert [h.score for h in hits] == [round(score, 6) for _, score, _ in expected]

@@ -217,6 +217,7 @@ def test_a_version_1_database_is_migrated_and_its_files_rewritten(tmp_path: Path
                         ALTER TABLE codewhere.symbols DROP COLUMN chunk_id;
                         ALTER TABLE codewhere.edges DROP COLUMN chunk_id;
                         ALTER TABLE codewhere.definitions DROP COLUMN spelled;
+                        ALTER TABLE codewhere.repos DROP COLUMN generation;
                         UPDATE codewhere.settings SET value = '1' WHERE key = 'schema_version'""")
     with _open(root) as index:
         report = index.refresh(vectors=False)

@@ -27,9 +27,10 @@ from codewhere.indexer import IndexReport, Progress
 from codewhere.search import engine
 from codewhere.search.params import DEFAULT_PARAMS, RankingParams
 from codewhere.search.query import parse_query
-from codewhere.search.signals import SIGNALS
-from codewhere.store import Store, StoreStats, open_store
-from codewhere.types import FileKind, Filters, Hit, Mode, SymbolRow
+from codewhere.search.ranking import SIGNALS
+from codewhere.store import SearchReader, Store, StoreStats, open_store
+from codewhere.store.warm import WarmReader
+from codewhere.types import FileKind, Filters, Hit, Mode, Ranked, SymbolRow
 
 log = logging.getLogger(__name__)
 _said: set[str] = set()  # warnings a long-lived process gives once
@@ -116,7 +117,7 @@ def normalise_scope(root: Path, scope: str) -> str:
 @dataclass(frozen=True)
 class SearchRequest:
     """One search, as every surface asks it. `disabled_signals` names ranking signals to switch
-    off ("all": plain RRF fusion; see search/signals.py); `kinds` keeps only these file kinds;
+    off ("all": plain RRF fusion; see search/ranking/); `kinds` keeps only these file kinds;
     `repos` limits a shared index to those repositories (default: all)."""
 
     query: str
@@ -145,14 +146,16 @@ class Index:
     """
 
     def __init__(
-        self, root: Path, store: Store, settings: Settings, embedder: Embedder | None = None
+        self, root: Path, store: Store, settings: Settings, embedder: Embedder | None = None, warm: bool = False
     ) -> None:
         self.root = root
         self.store = store
+        # what searches read: the store, or (asked for by processes that search many times) a
+        # reader keeping every chunk's row in memory
+        self.reader: SearchReader = WarmReader(store) if warm else store
         self.settings = settings
         self._embedder = embedder
         self.model_build_progress: BuildProgress | None = None
-        self._searched = False
         # the ranking's numbers: the fitted defaults, or a fit's or an experiment's (see search/params.py)
         self.ranking = RankingParams.from_toml(settings.ranking_file) if settings.ranking_file else DEFAULT_PARAMS
 
@@ -171,6 +174,7 @@ class Index:
         repo: str | None = None,
         include_minified: bool | None = None,
         gitignore: str | None = None,
+        warm: bool = False,
     ) -> Self:
         """Open (or create) the index of `path`.
 
@@ -180,6 +184,8 @@ class Index:
         names the folder's repository in a shared index (default: the folder's name).
         `rebuild` lets a damaged index file of ours be replaced (the rebuild itself is
         `refresh(rebuild=True)`); without `create`, a folder never indexed is a NotIndexedError.
+        `warm` keeps every chunk's row in memory between searches (store/warm.py): for a process
+        that searches many times, not for one search.
         """
         root = resolve_root(path)
         settings = (settings or Settings.load(root)).with_flags(
@@ -189,7 +195,7 @@ class Index:
         if settings.chunker not in CHUNKERS:
             raise QueryError(f"unknown chunker {settings.chunker!r}", f"use one of: {', '.join(CHUNKERS)}")
         opened = open_store(settings, root, Path(index_path) if index_path else None, rebuild, create)
-        return cls(root, opened, settings, embedder)
+        return cls(root, opened, settings, embedder, warm)
 
     def close(self) -> None:
         self.store.close()
@@ -344,10 +350,7 @@ class Index:
         embedder = None if mode is Mode.KEYWORD else self.embedder()
         off = signal_set(request.disabled_signals)
         reranker = self.reranker() if request.rerank else None
-        if self._searched:  # a second search: this process searches on (a server, an eval), so keep the chunks at hand
-            self.store.keep_chunks_in_memory()
-        self._searched = True
-        hits = engine.search(self.store, parse_query(query), k, mode, filters, embedder, off, reranker,
+        hits = engine.search(self.reader, parse_query(query), k, mode, filters, embedder, off, reranker,
                              self.settings.rerank_top_n, self.ranking)
         if not hits and filters.scopes and not self.store.indexed_paths(Filters(scopes=filters.scopes, repos=filters.repos)):
             raise QueryError(f"--scope {', '.join(filters.scopes)} matches no indexed file in {self.root}",
@@ -404,7 +407,7 @@ class Index:
         embedder = self.embedder()
         vector = embedder.embed_documents([source.embed_text])[0]
         found = [(cid, sim) for cid, sim in self.store.vector_search(vector, k + 1, Filters(repos=(self.store.repo,))) if cid != source.id][:k]
-        return engine.to_hits(self.store, [engine.Ranked(cid, sim, {"semantic": i}) for i, (cid, sim) in enumerate(found, 1)], ())
+        return engine.to_hits(self.reader, [Ranked(cid, sim, {"semantic": i}) for i, (cid, sim) in enumerate(found, 1)], ())
 
     # ---- graph questions -----------------------------------------------------------------
 

@@ -40,7 +40,7 @@ from codewhere.eval_report import html_report
 from codewhere.evaluate import load_query_file, result_csv, result_json
 from codewhere.indexer import Progress as ProgressFn
 from codewhere.scan import GITIGNORE_MODES
-from codewhere.search.signals import SIGNALS
+from codewhere.search.ranking import SIGNALS
 from codewhere.store import STORES
 from codewhere.types import Mode
 
@@ -168,11 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _open(args: argparse.Namespace, rebuild: bool = False, path: str | None = None, create: bool = True) -> Index:
+def _open(args: argparse.Namespace, rebuild: bool = False, path: str | None = None, create: bool = True,
+          warm: bool = False) -> Index:
     repo = args.repo if isinstance(args.repo, str) else None  # search's --repo filters instead
     index = Index.open(
         path or args.path or default_root(), args.index, rebuild=rebuild, model=args.model, chunker=args.chunker, store=args.store, repo=repo,
-        include_minified=args.include_minified, gitignore=args.gitignore, create=create,
+        include_minified=args.include_minified, gitignore=args.gitignore, create=create, warm=warm,
     )
     if err_console.is_terminal:
         index.model_build_progress = _model_build_bar()
@@ -293,7 +294,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             eval_method(method)
         except ValueError as exc:
             raise QueryError(f"unknown mode {method!r} in --modes", "use keyword, semantic, fusion, hybrid, -SIGNAL or +SIGNAL") from exc
-    with _open(args) as index:
+    with _open(args, warm=True) as index:  # every question of the file, every method: keep the chunks at hand
         with _progress(err_console.is_terminal and not (args.json or args.csv)) as progress:
             index.refresh_if_free(progress, vectors=any(m != Mode.KEYWORD.value for m in modes))
         result = index.evaluate(query_file, modes, args.scope, args.depth)

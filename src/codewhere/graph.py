@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from codewhere.errors import QueryError
-from codewhere.store import Store
+from codewhere.store import GraphReader, IndexWriter
 from codewhere.tokens import split_identifier
 from codewhere.types import EdgeHit, EdgeRow, SymbolRef, SymbolRow, TermQuery
 
@@ -59,7 +59,7 @@ def resolve_edges(
     return out
 
 
-def refresh_resolution(store: Store) -> None:
+def refresh_resolution(store: IndexWriter) -> None:
     """Re-resolve every edge: cheap next to parsing, and edges into changed files stay right."""
     edges, symbols, imported = store.resolution_inputs()
     with store.transaction():
@@ -69,7 +69,7 @@ def refresh_resolution(store: Store) -> None:
 # ---- choosing a symbol ----------------------------------------------------------------------
 
 
-def find_symbols(store: Store, spec: str) -> list[SymbolRow]:
+def find_symbols(store: GraphReader, spec: str) -> list[SymbolRow]:
     """`name`, `Owner.name` / `Owner::name`, or `path:line`."""
     spec = spec.strip()
     if m := re.fullmatch(r"(.+):(\d+)", spec):
@@ -80,7 +80,7 @@ def find_symbols(store: Store, spec: str) -> list[SymbolRow]:
     return store.symbols_named(qualified)
 
 
-def one_symbol(store: Store, spec: str) -> SymbolRow:
+def one_symbol(store: GraphReader, spec: str) -> SymbolRow:
     found = find_symbols(store, spec)
     if not found:
         raise QueryError(f"no symbol named {spec!r} in the index", "try `codewhere symbols WORD` to find its exact name")
@@ -108,7 +108,7 @@ class Reference:
     target_name: str = ""
 
 
-def _references(store: Store, hits: list[EdgeHit]) -> list[Reference]:
+def _references(store: GraphReader, hits: list[EdgeHit]) -> list[Reference]:
     rows = store.symbols_by_id([i for h in hits for i in (h.source_id, h.target_id) if i is not None])
     return [
         Reference(h.kind, h.path, h.line, rows.get(h.source_id) if h.source_id else None, h.resolution,
@@ -117,7 +117,7 @@ def _references(store: Store, hits: list[EdgeHit]) -> list[Reference]:
     ]
 
 
-def refs(store: Store, symbol: SymbolRow) -> list[Reference]:
+def refs(store: GraphReader, symbol: SymbolRow) -> list[Reference]:
     """Every call, import and inheritance that resolves to the symbol, then the ambiguous ones
     that might (same name, several candidates)."""
     kinds = ("call", "import", "inherit")
@@ -126,11 +126,11 @@ def refs(store: Store, symbol: SymbolRow) -> list[Reference]:
     return _references(store, resolved + maybe)
 
 
-def callers(store: Store, symbol: SymbolRow) -> list[Reference]:
+def callers(store: GraphReader, symbol: SymbolRow) -> list[Reference]:
     return _references(store, store.edges_to([symbol.id], ("call",)))
 
 
-def callees(store: Store, symbol: SymbolRow) -> list[Reference]:
+def callees(store: GraphReader, symbol: SymbolRow) -> list[Reference]:
     return _references(store, store.edges_from(symbol.id, ("call",)))
 
 
@@ -153,7 +153,7 @@ class Impact:
     cut: str = ""
 
 
-def impact(store: Store, symbol: SymbolRow, depth: int = 3, limit: int = MAX_IMPACT_SYMBOLS) -> Impact:
+def impact(store: GraphReader, symbol: SymbolRow, depth: int = 3, limit: int = MAX_IMPACT_SYMBOLS) -> Impact:
     """Symbols that may break if `symbol` changes: transitive callers and subclasses, nearest
     first, each once (at its nearest distance). A level at a time: the walk ends when a level
     finds nothing new, so a cycle or a huge depth costs no more than the graph holds."""
@@ -184,7 +184,7 @@ def impact(store: Store, symbol: SymbolRow, depth: int = 3, limit: int = MAX_IMP
     return Impact([Impacted(rows[i], distance, via) for i, (distance, via) in kept if i in rows], cut)
 
 
-def symbol_search(store: Store, query: str, limit: int = 20) -> list[SymbolRow]:
+def symbol_search(store: GraphReader, query: str, limit: int = 20) -> list[SymbolRow]:
     """cartog's cascade over name tokens: the exact phrase, else all terms, else any term."""
     terms = [t for t in dict.fromkeys(split_identifier(query) or [query.lower()]) if t]
     compound = re.sub(r"[\W_]+", "", query).lower()

@@ -15,7 +15,7 @@ from codewhere.embed import Embedder
 from codewhere.graph import refresh_resolution
 from codewhere.parse import ParseResult, parse
 from codewhere.scan import ScanOptions, read_source, scan
-from codewhere.store import FileState, Store
+from codewhere.store import FileState, IndexWriter
 from codewhere.tokens import index_tokens, symbol_fts_row
 from codewhere.types import Chunk, FileRecord, Skip, SkipReason
 
@@ -64,7 +64,7 @@ def _fts_row(chunk: Chunk) -> tuple[str, str]:
 class _Batch:
     """Collects file writes and commits them together."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: IndexWriter) -> None:
         self.store = store
         self.writes: list[tuple[FileRecord, str, list[Chunk], ParseResult | None] | tuple[FileRecord, SkipReason]] = []
         self.stat_updates: list[FileRecord] = []
@@ -101,7 +101,7 @@ class _Batch:
 
 def refresh(
     root: Path,
-    store: Store,
+    store: IndexWriter,
     progress: Progress | None = None,
     embedder: Embedder | None = None,
     chunker: str = "symbols",
@@ -168,7 +168,7 @@ def refresh(
 VECTOR_BATCH = 256
 
 
-def fill_vectors(store: Store, embedder: Embedder, progress: Progress | None = None) -> int:
+def fill_vectors(store: IndexWriter, embedder: Embedder, progress: Progress | None = None) -> int:
     """Embed every distinct chunk text that has no vector yet; a page at a time, each committed.
 
     Runs after the file pass, so it also finishes the work of a killed run and of an index first

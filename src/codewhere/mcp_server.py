@@ -83,7 +83,7 @@ class Workspace:
         else:
             root, rel = self.confine(path)
         if root not in self._indexes:
-            self._indexes[root] = Index.open(root, self._index_file if len(self.roots) == 1 else None)
+            self._indexes[root] = Index.open(root, self._index_file if len(self.roots) == 1 else None, warm=True)
         index = self._indexes[root]
         if not index.shared:  # a team index is kept fresh by its indexers, not by readers
             index.refresh_if_free(progress, vectors=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import NamedTuple
 
 
 class FileKind(str, Enum):
@@ -132,11 +134,11 @@ class TermQuery:
     match: str = "any"
 
 
-@dataclass(frozen=True)
-class StoredChunk:
-    """A chunk as the store gives it back to search."""
+class ChunkRow(NamedTuple):
+    """A chunk as a store reads it back: what the ranking reads and what a hit shows. A named
+    tuple: cheap to build for every candidate of every query, and kept as it is by a warm reader."""
 
-    id: int
+    chunk_id: int
     path: str
     start_line: int
     end_line: int
@@ -144,6 +146,20 @@ class StoredChunk:
     language: str
     text: str
     repo: str = ""  # the repository's name in a shared store; empty in a one-folder index
+    defines: tuple[str, ...] = ()  # compound names the chunk defines
+    mentions: tuple[str, ...] = ()  # documentation: code names its prose mentions
+    spelled: tuple[str, ...] = ()  # the names it defines as written (`Helpers`), beside `defines`
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A chunk's place in a ranking: its score, why it is there (each retriever's rank, each
+    signal's factor), and its row once one was read."""
+
+    chunk_id: int
+    score: float
+    why: Mapping[str, object]
+    row: ChunkRow | None = None
 
 
 @dataclass(frozen=True)

@@ -3,31 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from codewhere.embed import Embedder
-from codewhere.search import signals
+from codewhere.search import ranking
 from codewhere.search.fuse import rrf
 from codewhere.search.keyword import bm25_ranking, definition_ranking
 from codewhere.search.params import DEFAULT_PARAMS, RankingParams
 from codewhere.search.query import Query
 from codewhere.search.rerank import PairScorer, reorder, rerank_text
 from codewhere.search.snippets import snippet
-from codewhere.store import Store
-from codewhere.store.base import CandidateRow
-from codewhere.types import FileKind, Filters, Hit, Mode, StoredChunk
-
-
-@dataclass(frozen=True)
-class Ranked:
-    chunk_id: int
-    score: float
-    why: dict[str, object]
-    chunk: StoredChunk | None = None  # when ranking already read it
+from codewhere.store import SearchReader
+from codewhere.types import ChunkRow, FileKind, Filters, Hit, Mode, Ranked
 
 
 def keyword_ranked(
-    store: Store, query: Query, limit: int, filters: Filters, params: RankingParams = DEFAULT_PARAMS
+    store: SearchReader, query: Query, limit: int, filters: Filters, params: RankingParams = DEFAULT_PARAMS
 ) -> list[Ranked]:
     """BM25 order, except that chunks defining a queried identifier come first."""
     bm25 = bm25_ranking(store, query, max(limit, params.rrf_depth), filters)
@@ -47,55 +37,48 @@ def keyword_ranked(
     return out
 
 
-def semantic_ranked(store: Store, embedder: Embedder, query: Query, limit: int, filters: Filters) -> list[Ranked]:
+def semantic_ranked(store: SearchReader, embedder: Embedder, query: Query, limit: int, filters: Filters) -> list[Ranked]:
     found = store.vector_search(embedder.embed_query(query.text), limit, filters)
     return [Ranked(cid, similarity, {"semantic": rank}) for rank, (cid, similarity) in enumerate(found, start=1)]
 
 
 def hybrid_ranked(
-    store: Store, embedder: Embedder, query: Query, limit: int, filters: Filters,
+    store: SearchReader, embedder: Embedder, query: Query, limit: int, filters: Filters,
     disabled: frozenset[str] = frozenset(), params: RankingParams = DEFAULT_PARAMS,
 ) -> list[Ranked]:
     """RRF (k=60) over the keyword top 30, the vector top 30 and the chunks defining a queried
-    name, then the ranking signals (search/signals.py) unless disabled."""
+    name, then the ranking signals (search/ranking/) unless disabled."""
     rankings = {
         "keyword": [cid for cid, _ in bm25_ranking(store, query, params.rrf_depth, filters)],
         "semantic": [cid for cid, _ in store.vector_search(embedder.embed_query(query.text), params.rrf_depth, filters)],
     }
-    if disabled >= set(signals.SIGNALS):  # plain fusion: the baseline the signals are measured against
+    if disabled >= set(ranking.SIGNALS):  # plain fusion: the baseline the signals are measured against
         rankings["names"] = definition_ranking(store, query, params.rrf_depth, filters)
         return [Ranked(cid, score, dict(ranks)) for cid, score, ranks in rrf(rankings, params.rrf_k, params.rrf_depth)[:limit]]
     # one lookup for the queried identifier and, with query-shape, every name-like word (`Router`)
     own = query.identifier
     extra = sorted(query.names) if "query-shape" not in disabled else []
-    # a name typed with a leading capital is looked up where it is defined spelled so (signals.definition_factor)
+    # a name typed with a leading capital is looked up where it is defined spelled so (ranking/definition.py)
     spelled = sorted(query.capitalised) if "query-shape" not in disabled else []
     defined = store.chunks_defining_names(sorted({*extra, *([own] if own else [])}), filters, spelled)
     names = list(dict.fromkeys(defined.get(own, [])))[:params.rrf_depth] if own else []
     rankings["names"] = list(dict.fromkeys([*names, *(cid for name in extra for cid in defined.get(name, []))]))[:params.rrf_depth]
-    weights = signals.fusion_weights(query, params) if "query-shape" not in disabled else None
+    weights = ranking.fusion_weights(query, params) if "query-shape" not in disabled else None
     fused = rrf(rankings, params.rrf_k, params.rrf_depth, weights=weights)[: max(limit, params.candidates)]
-    read = store.candidate_rows([cid for cid, _, _ in fused], filters)
+    read = store.chunk_rows([cid for cid, _, _ in fused], filters)
     found = [(read[cid], score, why) for cid, score, why in fused if cid in read]
     chunks = [row for row, _, _ in found]
-    steps = [name for name in signals.SIGNALS if name not in disabled]
-
-    def fetch(ids: Sequence[int]) -> dict[int, CandidateRow]:
-        rows = store.candidate_rows(ids, filters)
-        read.update(rows)
-        return rows
-
-    ranked = signals.rank_chunks(
-        chunks, [score for _, score, _ in found], [why for _, _, why in found], query, steps,
-        lambda: _evidence(store, chunks, filters), fetch, limit, params,
+    steps = [name for name in ranking.SIGNALS if name not in disabled]
+    return ranking.rank(
+        chunks, [score for _, score, _ in found], [why for _, _, why in found], query, steps, params,
+        lambda: _evidence(store, chunks, filters), lambda ids: store.chunk_rows(ids, filters), limit,
     )
-    return [Ranked(c.chunk_id, c.score, dict(c.why), read[c.chunk_id].chunk()) for c in ranked]
 
 
-def _evidence(store: Store, candidates: Sequence[CandidateRow], filters: Filters) -> dict[int, list[int]]:
+def _evidence(store: SearchReader, candidates: Sequence[ChunkRow], filters: Filters) -> dict[int, list[int]]:
     """Test and example chunks point at what they call; doc chunks at the names they mention."""
     evidence: dict[int, list[int]] = {}
-    tests = [c.chunk_id for c in candidates if c.kind is not FileKind.DOCS and signals.is_evidence_source(c)]
+    tests = [c.chunk_id for c in candidates if c.kind is not FileKind.DOCS and ranking.is_evidence_source(c)]
     for source, targets in store.call_target_chunks(tests).items():
         evidence[source] = targets
     docs = [c for c in candidates if c.kind is FileKind.DOCS and c.mentions]
@@ -107,13 +90,13 @@ def _evidence(store: Store, candidates: Sequence[CandidateRow], filters: Filters
     return evidence
 
 
-def _read(store: Store, ranked: list[Ranked]) -> dict[int, StoredChunk]:
-    chunks = store.get_chunks([r.chunk_id for r in ranked if r.chunk is None])
-    chunks.update((r.chunk_id, r.chunk) for r in ranked if r.chunk is not None)
-    return chunks
+def _read(store: SearchReader, ranked: list[Ranked]) -> dict[int, ChunkRow]:
+    rows = store.chunk_rows([r.chunk_id for r in ranked if r.row is None], Filters())
+    rows.update((r.chunk_id, r.row) for r in ranked if r.row is not None)
+    return rows
 
 
-def to_hits(store: Store, ranked: list[Ranked], terms: tuple[str, ...]) -> list[Hit]:
+def to_hits(store: SearchReader, ranked: list[Ranked], terms: tuple[str, ...]) -> list[Hit]:
     chunks = _read(store, ranked)
     hits = []
     for r in ranked:
@@ -122,14 +105,14 @@ def to_hits(store: Store, ranked: list[Ranked], terms: tuple[str, ...]) -> list[
             continue
         _, text = snippet(chunk.text, chunk.start_line, terms)
         hits.append(
-            Hit(chunk.path, chunk.start_line, chunk.end_line, round(r.score, 6), chunk.kind, chunk.language, text, r.why,
+            Hit(chunk.path, chunk.start_line, chunk.end_line, round(r.score, 6), chunk.kind, chunk.language, text, dict(r.why),
                 chunk.repo)
         )
     return hits
 
 
 def search(
-    store: Store, query: Query, k: int, mode: Mode, filters: Filters, embedder: Embedder | None = None,
+    store: SearchReader, query: Query, k: int, mode: Mode, filters: Filters, embedder: Embedder | None = None,
     disabled: frozenset[str] = frozenset(), reranker: PairScorer | None = None, rerank_top_n: int = 0,
     params: RankingParams = DEFAULT_PARAMS,
 ) -> list[Hit]:
@@ -148,7 +131,7 @@ def search(
     return to_hits(store, ranked[:k], query.terms)
 
 
-def _reranked(store: Store, reranker: PairScorer, query: Query, ranked: list[Ranked], top_n: int) -> list[Ranked]:
+def _reranked(store: SearchReader, reranker: PairScorer, query: Query, ranked: list[Ranked], top_n: int) -> list[Ranked]:
     head = ranked[:top_n]
     chunks = _read(store, head)
     head = [r for r in head if r.chunk_id in chunks]

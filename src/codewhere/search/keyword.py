@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from codewhere.search.query import Query
-from codewhere.store import Store
+from codewhere.store import SearchReader
 from codewhere.types import Filters, TermQuery
 
 
-def bm25_ranking(store: Store, query: Query, limit: int, filters: Filters) -> list[tuple[int, float]]:
+def bm25_ranking(store: SearchReader, query: Query, limit: int, filters: Filters) -> list[tuple[int, float]]:
     if not query.terms:
         return []
     return store.keyword_search(TermQuery(query.terms), limit, filters)
 
 
-def definition_ranking(store: Store, query: Query, limit: int, filters: Filters) -> list[int]:
+def definition_ranking(store: SearchReader, query: Query, limit: int, filters: Filters) -> list[int]:
     """Chunks that define the name an identifier query asks for; empty for plain language."""
     if query.identifier is None:
         return []

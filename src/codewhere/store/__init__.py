@@ -1,4 +1,6 @@
-"""The only place with SQL. `open_store` picks the backend; callers see the `Store` protocol."""
+"""The only place with SQL. `open_store` picks the backend; callers see the protocol of their
+role (store/base.py): the indexer an IndexWriter, search a SearchReader, graph questions a
+GraphReader; `Index` holds the whole Store."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from codewhere.config import Settings
 from codewhere.errors import IndexBusyError, IndexFileError, NotIndexedError
 from codewhere.languages import SKIPPED_DIRS
 from codewhere.locks import index_writer_lock
-from codewhere.store.base import ChunkAt, FileState, Store, StoreStats
+from codewhere.store.base import ChunkAt, FileState, GraphReader, IndexWriter, SearchReader, Store, StoreStats
 from codewhere.store.sqlite import SqliteStore
 
 STORES = ("sqlite", "postgres")
@@ -72,4 +74,7 @@ def _open_sqlite(
     return SqliteStore.open(file, repo, settings.lock_wait_seconds)
 
 
-__all__ = ["STORES", "ChunkAt", "FileState", "SqliteStore", "Store", "StoreStats", "open_store"]
+__all__ = [
+    "STORES", "ChunkAt", "FileState", "GraphReader", "IndexWriter", "SearchReader", "SqliteStore", "Store", "StoreStats",
+    "open_store",
+]

@@ -7,16 +7,17 @@ from interleaving. Reads never see a half-written file: a file's rows change in 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from codewhere.tokens import compound
 from codewhere.types import (
     Chunk,
+    ChunkRow,
     Edge,
     EdgeHit,
     EdgeRow,
@@ -25,7 +26,6 @@ from codewhere.types import (
     Filters,
     ModelInfo,
     SkipReason,
-    StoredChunk,
     Symbol,
     SymbolRef,
     SymbolRow,
@@ -96,27 +96,6 @@ def split_definitions(joined: str | None) -> tuple[tuple[str, ...], tuple[str, .
     return tuple(parts[0::2]), tuple(parts[1::2])
 
 
-class CandidateRow(NamedTuple):
-    """What the ranking signals read of a candidate chunk (a signals.ChunkView): a plain tuple,
-    cheap to build, and kept as it is in a warm store; `chunk()` makes the StoredChunk of the few
-    that become hits."""
-
-    chunk_id: int
-    path: str
-    start_line: int
-    end_line: int
-    kind: FileKind
-    language: str
-    text: str
-    repo: str
-    defines: tuple[str, ...]  # compound names the chunk defines
-    mentions: tuple[str, ...]  # documentation: code names its prose mentions
-    spelled: tuple[str, ...] = ()  # the names it defines as written (`Helpers`), beside `defines`
-
-    def chunk(self) -> StoredChunk:
-        return StoredChunk(self.chunk_id, self.path, self.start_line, self.end_line, self.kind, self.language, self.text, self.repo)
-
-
 def smallest_chunk_by_line(chunks: Sequence[tuple[int, int, int]]) -> dict[int, int]:
     """line → id of the smallest of the (id, start, end) chunks holding it: where a symbol or a
     call of a file lives, recorded when the file is written so search needs no range join."""
@@ -127,24 +106,24 @@ def smallest_chunk_by_line(chunks: Sequence[tuple[int, int, int]]) -> dict[int, 
     return owner
 
 
-class Store(Protocol):
+class StoreInfo(Protocol):
+    """What every role can say of its store."""
+
     location: str  # where the index lives, for messages (a file path, or a redacted DSN and repository)
     repo: str  # the repository this store writes (and, in a one-folder index, reads)
     shared: bool  # True when many repositories and many users share the store
 
-    # ---- lifecycle -----------------------------------------------------------------------
-    def close(self) -> None: ...
+    def meta(self) -> dict[str, str]: ...  # of this store's repository, and of the store's model
+    def model(self) -> ModelInfo | None: ...
+
+
+class IndexWriter(StoreInfo, Protocol):
+    """What the indexer writes: files with their chunks, symbols and edges, vectors, resolution."""
+
     def transaction(self) -> AbstractContextManager[None]: ...
     def writer_lock(self, wait_seconds: float) -> AbstractContextManager[None]: ...
-    def rebuilding(self) -> AbstractContextManager[Store]: ...  # an empty store that replaces this one's content on success
-
-    # ---- metadata (of this store's repository, and of the store's model) -----------------
-    def meta(self) -> dict[str, str]: ...
     def set_meta(self, values: dict[str, str]) -> None: ...
-    def model(self) -> ModelInfo | None: ...
     def bind_model(self, info: ModelInfo) -> None: ...
-
-    # ---- writing files, chunks, symbols and edges ----------------------------------------
     def file_states(self) -> dict[str, FileState]: ...
     def replace_file(
         self,
@@ -160,17 +139,47 @@ class Store(Protocol):
     def update_file_stat(self, path: str, size: int, mtime_ns: int) -> None: ...
     def delete_files(self, paths: Iterable[str]) -> None: ...
     def clear_files(self) -> None: ...
-
-    # ---- vectors -------------------------------------------------------------------------
     def chunks_without_vectors(self, limit: int, after_id: int = 0) -> list[tuple[int, str, str]]: ...
     def add_vectors(self, hashes: Sequence[str], vectors: np.ndarray) -> None: ...
     def delete_orphan_vectors(self) -> int: ...
-    def vector_count(self) -> int: ...
-    def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]: ...
-
-    # ---- the code graph ------------------------------------------------------------------
     def resolution_inputs(self) -> tuple[list[EdgeRow], list[SymbolRef], set[tuple[int, str]]]: ...
     def set_edge_targets(self, rows: Iterable[tuple[int, int | None, str]]) -> None: ...
+
+
+class SearchReader(Protocol):
+    """What search reads: the retrievers' lists and the rows of their candidates."""
+
+    location: str
+    repo: str
+    shared: bool
+
+    def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]: ...
+    def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]: ...
+    def chunks_defining_names(
+        self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()
+    ) -> dict[str, list[int]]: ...
+    def chunk_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, ChunkRow]: ...
+    def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]: ...
+    def chunk_at(self, path: str, line: int) -> ChunkAt | None: ...
+    def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]: ...
+    def indexed_paths(self, filters: Filters) -> list[str]: ...
+    def interrupt(self) -> None: ...  # from another thread: the running statement stops with QueryInterrupted
+
+
+class WarmSource(Protocol):
+    """What a warm reader (store/warm.py) reads to keep every chunk in memory and keep it current."""
+
+    def meta(self) -> dict[str, str]: ...
+    def change_token(self) -> object: ...  # another value whenever the index may have changed
+    def read_snapshot(self) -> AbstractContextManager[None]: ...  # the reads inside see one state
+    def file_chunk_ranges(self) -> dict[int, tuple[object, ...]]: ...  # file id → path, hash, kind, language, chunk id range
+    def rows_of_files(self, file_ids: Sequence[int] | None) -> Iterator[tuple[int, ChunkRow]]: ...  # None: every file
+    def call_targets(self) -> dict[int, list[int]]: ...  # every chunk's resolved call targets
+
+
+class GraphReader(Protocol):
+    """What graph questions read: symbols and the edges between them."""
+
     def symbols_named(self, name: str) -> list[SymbolRow]: ...
     def symbols_qualified(self, qualified: str) -> list[SymbolRow]: ...
     def symbols_at(self, path: str, line: int) -> list[SymbolRow]: ...
@@ -181,20 +190,18 @@ class Store(Protocol):
     def unresolved_edges_named(self, name: str, kinds: Sequence[str]) -> list[EdgeHit]: ...
     def edges_from(self, symbol_id: int, kinds: Sequence[str]) -> list[EdgeHit]: ...
     def edge_sources(self, target_ids: Sequence[int], kinds: Sequence[str]) -> list[tuple[int, str, str, int]]: ...
-    def interrupt(self) -> None: ...  # from another thread: the running statement stops with QueryInterrupted
     def graph_stats(self) -> dict[str, object]: ...
 
-    # ---- reading for search --------------------------------------------------------------
-    def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]: ...
-    def keep_chunks_in_memory(self) -> None: ...  # a searching process asks this after its first search
-    def candidate_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, CandidateRow]: ...
-    def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]: ...
-    def chunks_defining_names(
-        self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()
-    ) -> dict[str, list[int]]: ...
-    def get_chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]: ...
-    def chunk_at(self, path: str, line: int) -> ChunkAt | None: ...
-    def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]: ...
-    def indexed_paths(self, filters: Filters) -> list[str]: ...
+
+class Store(IndexWriter, SearchReader, WarmSource, GraphReader, Protocol):
+    """A whole store, as Index opens it: every role, and its lifecycle."""
+
+    def close(self) -> None: ...
+    def rebuilding(self) -> AbstractContextManager[Store]: ...  # an empty store that replaces this one's content on success
+    def vector_count(self) -> int: ...
     def repositories(self) -> list[str]: ...
     def stats(self) -> StoreStats: ...
+
+
+class WarmStore(SearchReader, WarmSource, Protocol):
+    """What a warm reader wraps."""

@@ -37,7 +37,6 @@ from codewhere.errors import (
 from codewhere.store.base import (
     DEFINITION_SEPARATOR,
     FILE_KINDS,
-    CandidateRow,
     ChunkAt,
     FileState,
     StoreStats,
@@ -50,15 +49,14 @@ from codewhere.store.base import (
 )
 from codewhere.types import (
     Chunk,
+    ChunkRow,
     Edge,
     EdgeHit,
     EdgeRow,
-    FileKind,
     FileRecord,
     Filters,
     ModelInfo,
     SkipReason,
-    StoredChunk,
     Symbol,
     SymbolRef,
     SymbolRow,
@@ -158,10 +156,32 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE definitions ADD COLUMN spelled TEXT NOT NULL DEFAULT '';
     DELETE FROM repo_meta WHERE key = 'chunker_version';
     """,
+    # Each write transaction counts itself in its repository's row: a reader keeping chunks in
+    # memory (store/warm.py) rereads when the counts move.
+    """
+    ALTER TABLE repos ADD COLUMN generation BIGINT NOT NULL DEFAULT 0;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _EDGE_SOURCES_SQL = edge_sources_sql("SELECT unnest(%(targets)s::bigint[])", "SELECT unnest(%(kinds)s::text[])")
+
+# a chunk as search reads it (types.ChunkRow), with its file id last
+_CHUNK_ROW_SQL = """SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, r.name, c.mentions,
+                           (SELECT string_agg(d.name || %s || d.spelled, %s) FROM definitions d WHERE d.chunk_id = c.id),
+                           c.file_id
+                    FROM chunks c JOIN files f ON f.id = c.file_id JOIN repos r ON r.id = f.repo_id"""
+_CHUNK_ROW_PARAMS = (DEFINITION_SEPARATOR, DEFINITION_SEPARATOR)
+_CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN symbols s ON s.id = e.target_id
+                       WHERE e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id <> e.chunk_id"""
+
+
+def _chunk_row(row: Sequence[Any]) -> ChunkRow:
+    cid, path, start, end, kind, language, text, repo, mentions, names, _ = row
+    defines, spelled = split_definitions(names)
+    return ChunkRow(int(cid), path, start, end, FILE_KINDS[kind], language, text, repo, defines,
+                    tuple((mentions or "").split()), spelled)
+
 
 _SYMBOL_COLUMNS = """s.id, f.path, s.name, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature,
                      s.doc, s.parent, f.language"""
@@ -324,6 +344,8 @@ class PostgresStore:
     def transaction(self) -> Iterator[None]:
         with self._db.transaction():
             yield
+            if self._repo_id is not None:
+                self._db.execute("UPDATE repos SET generation = generation + 1 WHERE id = %s", (self._repo_id,))
 
     @contextmanager
     def writer_lock(self, wait_seconds: float) -> Iterator[None]:
@@ -708,36 +730,44 @@ class PostgresStore:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
         return [(int(i), float(s)) for i, s in rows]
 
-    def keep_chunks_in_memory(self) -> None:
-        """Does nothing: a shared index changes under every reader (its indexers run elsewhere) and
-        can hold many repositories, so each search reads its rows from the server."""
-
-    def candidate_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, CandidateRow]:
+    def chunk_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, ChunkRow]:
         if not ids:
             return {}
         where, params = self._filter(filters)
-        rows = self._db.execute(
-            f"""SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, c.mentions, r.name,
-                       (SELECT string_agg(d.name || %s || d.spelled, %s) FROM definitions d WHERE d.chunk_id = c.id)
-                FROM chunks c JOIN files f ON f.id = c.file_id JOIN repos r ON r.id = f.repo_id
-                WHERE c.id = ANY(%s) {where}""",
-            (DEFINITION_SEPARATOR, DEFINITION_SEPARATOR, list(ids), *params),
-        )
-        out = {}
-        for cid, path, start, end, kind, language, text, mentions, repo, names in rows:
-            defines, spelled = split_definitions(names)
-            out[int(cid)] = CandidateRow(int(cid), path, start, end, FILE_KINDS[kind], language, text, repo, defines,
-                                         tuple((mentions or "").split()), spelled)
+        rows = self._db.execute(f"{_CHUNK_ROW_SQL} WHERE c.id = ANY(%s) {where}", (*_CHUNK_ROW_PARAMS, list(ids), *params))
+        return {int(row[0]): _chunk_row(row) for row in rows}
+
+    # ---- what a warm reader reads (store/warm.py): every repository's chunks ----------------
+
+    def change_token(self) -> object:
+        return self._scalar("SELECT coalesce(string_agg(id || ':' || generation, ',' ORDER BY id), '') FROM repos")
+
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        with self._db.transaction():
+            self._db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield
+
+    def file_chunk_ranges(self) -> dict[int, tuple[object, ...]]:
+        rows = self._db.execute("""SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id), max(c.id)
+                                   FROM files f JOIN chunks c ON c.file_id = f.id GROUP BY f.id""")
+        return {int(file_id): tuple(held) for file_id, *held in rows}
+
+    def rows_of_files(self, file_ids: Sequence[int] | None) -> Iterator[tuple[int, ChunkRow]]:
+        where, params = ("", ()) if file_ids is None else ("WHERE c.file_id = ANY(%s)", (list(file_ids),))
+        for row in self._db.execute(f"{_CHUNK_ROW_SQL} {where}", (*_CHUNK_ROW_PARAMS, *params)):
+            yield int(row[-1]), _chunk_row(row)
+
+    def call_targets(self) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        for source, target in self._db.execute(f"{_CALL_TARGETS_SQL}"):
+            out.setdefault(int(source), []).append(int(target))
         return out
 
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
         if not chunk_ids:
             return {}
-        rows = self._db.execute(
-            """SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN symbols s ON s.id = e.target_id
-               WHERE e.chunk_id = ANY(%s) AND e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id <> e.chunk_id""",
-            (list(chunk_ids),),
-        )
+        rows = self._db.execute(f"{_CALL_TARGETS_SQL} AND e.chunk_id = ANY(%s)", (list(chunk_ids),))
         out: dict[int, list[int]] = {}
         for source, target in rows:
             out.setdefault(int(source), []).append(int(target))
@@ -760,20 +790,6 @@ class PostgresStore:
         for name, cid in rows:
             out.setdefault(name, []).append(int(cid))
         return out
-
-    def get_chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
-        if not ids:
-            return {}
-        rows = self._db.execute(
-            """SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, r.name
-               FROM chunks c JOIN files f ON f.id = c.file_id JOIN repos r ON r.id = f.repo_id
-               WHERE c.id = ANY(%s)""",
-            (list(ids),),
-        )
-        return {
-            int(cid): StoredChunk(int(cid), path, start, end, FileKind(kind), language, text, repo)
-            for cid, path, start, end, kind, language, text, repo in rows
-        }
 
     def chunk_at(self, path: str, line: int) -> ChunkAt | None:
         row = self._db.execute(

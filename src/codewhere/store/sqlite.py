@@ -9,11 +9,9 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -33,7 +31,6 @@ from codewhere.locks import index_writer_lock
 from codewhere.store.base import (
     DEFINITION_SEPARATOR,
     FILE_KINDS,
-    CandidateRow,
     ChunkAt,
     FileState,
     StoreStats,
@@ -46,15 +43,14 @@ from codewhere.store.base import (
 )
 from codewhere.types import (
     Chunk,
+    ChunkRow,
     Edge,
     EdgeHit,
     EdgeRow,
-    FileKind,
     FileRecord,
     Filters,
     ModelInfo,
     SkipReason,
-    StoredChunk,
     Symbol,
     SymbolRef,
     SymbolRow,
@@ -69,12 +65,6 @@ BUSY_TIMEOUT_MS = 10_000
 # bm25 column weights: the path tokens repeat in every chunk of a file, so they count for less.
 BM25_WEIGHT_PATH = 0.5
 BM25_WEIGHT_BODY = 1.0
-# A store asked to keep its chunks in memory does so up to this much chunk text and this many
-# chunks (each costs about 600 bytes besides its text: laravel's 30k chunks take 25 MB); past
-# either, a search reads its candidates' rows from the file, as a Linux-sized index must.
-WARM_TEXT_LIMIT = 64 * 1024 * 1024
-WARM_CHUNK_LIMIT = 200_000
-
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(
@@ -257,41 +247,12 @@ _FILE_CHUNKS_SQL = """SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id)
                        FROM files f JOIN chunks c ON c.file_id = f.id GROUP BY f.id"""
 
 
-def _candidate_row(row: Sequence[Any]) -> CandidateRow:
+def _chunk_row(row: Sequence[Any]) -> ChunkRow:
     """A row of _CANDIDATE_SQL, without its file id."""
     cid, path, start, end, kind, language, text, mentions, names = row
     defines, spelled = split_definitions(names)
-    return CandidateRow(cid, path, start, end, FILE_KINDS[kind], language, text, "", defines,
+    return ChunkRow(cid, path, start, end, FILE_KINDS[kind], language, text, "", defines,
                         tuple((mentions or "").split()), spelled)
-
-
-@dataclass
-class WarmChunks:
-    """Every chunk as search reads it, and every chunk's resolved call targets, at one state of
-    the index. `files` keeps what each file held when its chunks were read, so a change rereads
-    only the files it touched."""
-
-    chunker: str | None = None
-    files: dict[int, tuple[object, ...]] = field(default_factory=dict)  # id → path, hash, kind, language, first and last chunk id
-    chunk_ids: dict[int, list[int]] = field(default_factory=dict)  # file id → its chunks
-    rows: dict[int, CandidateRow] = field(default_factory=dict)
-    call_targets: dict[int, list[int]] = field(default_factory=dict)
-    text_bytes: int = 0
-
-    def copy(self) -> WarmChunks:
-        """A copy to update while searches in other threads read this one (lists are replaced, not changed)."""
-        return WarmChunks(self.chunker, dict(self.files), dict(self.chunk_ids), dict(self.rows), self.call_targets,
-                          self.text_bytes)
-
-    def forget_file(self, file_id: int) -> None:
-        del self.files[file_id]
-        for cid in self.chunk_ids.pop(file_id):
-            self.text_bytes -= len(self.rows.pop(cid).text)
-
-    def add(self, file_id: int, row: CandidateRow) -> None:
-        self.rows[row.chunk_id] = row
-        self.chunk_ids.setdefault(file_id, []).append(row.chunk_id)
-        self.text_bytes += len(row.text)
 
 
 @_apsw_errors_mapped
@@ -305,11 +266,7 @@ class SqliteStore:
         self.location = str(path)
         self.repo = repo
         self._db = connection
-        self._keep_warm = False
-        self._warm_refused = False  # too big to keep: asked again, say no
-        self._warm: WarmChunks | None = None
-        self._warm_state: tuple[int, int] | None = None
-        self._warm_lock = threading.Lock()
+        self._swaps = 0  # rebuilds copied over this connection's file
 
     # ---- opening -------------------------------------------------------------------------
 
@@ -427,7 +384,7 @@ class SqliteStore:
             yield fresh
             fresh._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             logging.getLogger("codewhere.phase").info("swap")
-            self._warm_reset()
+            self._swaps += 1  # a backup moves neither data_version nor total_changes: the change token counts it
             try:
                 with self._db.backup("main", fresh._db, "main") as copy:
                     copy.step(-1)
@@ -804,94 +761,51 @@ class SqliteStore:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
         return [(int(i), -float(s)) for i, s in cast(list[tuple[int, float]], rows)]
 
-    def keep_chunks_in_memory(self) -> None:
-        """Serve candidate rows, chunks and call targets from memory from the next read on,
-        reloaded whenever the index changes (a write here or a commit by another process). A
-        process that searches more than once asks for this: a one-shot search never pays the load."""
-        self._keep_warm = not self._warm_refused
+    # ---- what a warm reader reads (store/warm.py) -----------------------------------------
 
-    def _warm_reset(self) -> None:
-        """Forget the chunks kept in memory (the content is about to be replaced)."""
-        with self._warm_lock:
-            self._warm, self._warm_state = None, None
-
-    def _warm_chunks(self) -> WarmChunks | None:
-        """The chunks in memory, brought up to date if the index changed; None when not kept."""
-        if not self._keep_warm:
-            return None
+    def change_token(self) -> object:
         # data_version moves when another connection commits, total_changes when this one writes
-        state = (self._db.execute("PRAGMA data_version").get, self._db.total_changes())
-        if state != self._warm_state:
-            with self._warm_lock:  # MCP calls run in threads: one updates, the others wait for it
-                if state != self._warm_state:
-                    warm = self._warm.copy() if self._warm else WarmChunks()
-                    if not self._update_warm_chunks(warm):
-                        log.info("%s holds over %d MB of chunk text or %d chunks; searches read them per query",
-                                 self.path, WARM_TEXT_LIMIT >> 20, WARM_CHUNK_LIMIT)
-                        self._keep_warm, self._warm_refused, self._warm, self._warm_state = False, True, None, None
-                        return None
-                    # state was read before the update: a commit during it brings another
-                    self._warm, self._warm_state = warm, state
-        return self._warm
+        return self._db.execute("PRAGMA data_version").get, self._db.total_changes(), self._swaps
 
-    def _update_warm_chunks(self, warm: WarmChunks) -> bool:
-        """Reread the chunks of the files that changed since `warm` was read, and every call
-        target (resolution moves them in unchanged files); False past WARM_TEXT_LIMIT or WARM_CHUNK_LIMIT."""
-        with self._db:  # one snapshot of chunks, files and edges
-            meta = self.meta()
-            # a new chunker re-chunks every file, a rebuild makes a new index: perhaps into the same ids
-            chunker = f"{meta.get('chunker_version')}@{meta.get('created_at')}"
-            if chunker != warm.chunker:
-                for file_id in list(warm.files):
-                    warm.forget_file(file_id)
-                warm.chunker = chunker
-            files = {file_id: tuple(held) for file_id, *held in self._db.execute(_FILE_CHUNKS_SQL)}
-            for file_id in [f for f, held in warm.files.items() if files.get(f) != held]:
-                warm.forget_file(file_id)
-            changed = [f for f in files if f not in warm.files]
-            batches: list[tuple[str, Sequence[int]]]
-            if len(changed) == len(files):
-                batches = [(_CANDIDATE_SQL, ())]
-            else:
-                batches = [(f"{_CANDIDATE_SQL} WHERE c.file_id IN ({','.join('?' * len(part))})", part)
-                           for part in (changed[i : i + 500] for i in range(0, len(changed), 500))]
-            for sql, params in batches:
-                for row in self._db.execute(sql, params):
-                    warm.add(row[-1], _candidate_row(row[:-1]))
-                    if warm.text_bytes > WARM_TEXT_LIMIT or len(warm.rows) > WARM_CHUNK_LIMIT:
-                        return False
-            warm.files.update((f, files[f]) for f in changed)
-            warm.call_targets = {}
-            for source, target in self._db.execute(_CALL_TARGETS_SQL):
-                warm.call_targets.setdefault(source, []).append(target)
-        return True
+    def read_snapshot(self) -> AbstractContextManager[None]:
+        return cast(AbstractContextManager[None], self._db)
 
-    def _warm_for(self, filters: Filters) -> WarmChunks | None:
-        """The chunks in memory, unless a scope filters them (SQL's LIKE rule, kept in one place)
-        or the filters ask for another repository (then nothing passes; SQL says so)."""
-        if filters.scopes or (filters.repos and self.repo not in filters.repos):
-            return None
-        return self._warm_chunks()
+    def file_chunk_ranges(self) -> dict[int, tuple[object, ...]]:
+        return {file_id: tuple(held) for file_id, *held in self._db.execute(_FILE_CHUNKS_SQL)}
 
-    def candidate_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, CandidateRow]:
+    def rows_of_files(self, file_ids: Sequence[int] | None) -> Iterator[tuple[int, ChunkRow]]:
+        batches: list[tuple[str, Sequence[int]]]
+        if file_ids is None:
+            batches = [(_CANDIDATE_SQL, ())]
+        else:
+            batches = [(f"{_CANDIDATE_SQL} WHERE c.file_id IN ({','.join('?' * len(part))})", part)
+                       for part in (file_ids[i : i + 500] for i in range(0, len(file_ids), 500))]
+        for sql, params in batches:
+            for row in self._db.execute(sql, params):
+                yield row[-1], _chunk_row(row[:-1])
+
+    def call_targets(self) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        for source, target in self._db.execute(_CALL_TARGETS_SQL):
+            out.setdefault(source, []).append(target)
+        return out
+
+    def chunk_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, ChunkRow]:
         """The chunks the filters let through, with the names they define and mention."""
         if not ids:
             return {}
-        warm = self._warm_for(filters)
-        if warm is not None:
-            excluded = filters.exclude_kinds
-            return {cid: row for cid in ids if (row := warm.rows.get(cid)) is not None and row.kind not in excluded}
         where, params = self._filter(filters)
-        rows = self._db.execute(f"{_CANDIDATE_SQL} WHERE c.id IN ({','.join('?' * len(ids))}){where}", (*ids, *params))
-        return {row[0]: _candidate_row(row[:-1]) for row in rows}
+        out: dict[int, ChunkRow] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            rows = self._db.execute(f"{_CANDIDATE_SQL} WHERE c.id IN ({','.join('?' * len(part))}){where}", (*part, *params))
+            out.update((row[0], _chunk_row(row[:-1])) for row in rows)
+        return out
 
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
         """For each chunk, the chunks holding the definitions its resolved calls point at."""
         if not chunk_ids:
             return {}
-        warm = self._warm_chunks()
-        if warm is not None:
-            return {cid: list(targets) for cid in chunk_ids if (targets := warm.call_targets.get(cid))}
         rows = self._db.execute(
             f"{_CALL_TARGETS_SQL} AND e.chunk_id IN ({','.join('?' * len(chunk_ids))})", list(chunk_ids)
         )
@@ -921,24 +835,6 @@ class SqliteStore:
         out: dict[str, list[int]] = {}
         for name, cid in rows:
             out.setdefault(name, []).append(cid)
-        return out
-
-    def get_chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
-        if not ids:
-            return {}
-        warm = self._warm_chunks()
-        if warm is not None:
-            return {cid: row.chunk() for cid in ids if (row := warm.rows.get(cid)) is not None}
-        out: dict[int, StoredChunk] = {}
-        for start in range(0, len(ids), 500):
-            part = list(ids[start : start + 500])
-            rows = self._db.execute(
-                f"""SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text
-                    FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({','.join('?' * len(part))})""",
-                part,
-            )
-            for cid, path, start_line, end_line, kind, language, text in rows:
-                out[cid] = StoredChunk(cid, path, start_line, end_line, FileKind(kind), language, text)  # no repo name: one folder
         return out
 
     def chunk_at(self, path: str, line: int) -> ChunkAt | None:

@@ -1,0 +1,39 @@
+"""Signal `evidence`: a matching test, example or doc chunk passes `evidence_share` of its score,
+split evenly, to the code chunks it calls or names. Targets not yet among the candidates join
+them. Runs before `kind-prior`, which then puts the evidence below the code it points at."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from codewhere.search.ranking.penalties import is_evidence_source
+from codewhere.search.ranking.scores import Scores
+from codewhere.types import ChunkRow
+
+Evidence = Mapping[int, Sequence[int]]  # source chunk id → the chunk ids it calls or names
+Fetch = Callable[[Sequence[int]], Mapping[int, ChunkRow]]  # the rows of chunks not among the candidates
+
+
+def transfer_evidence(run: Scores, evidence: Evidence, fetch: Fetch, order: Iterable[int]) -> None:
+    """Sources are read in `order` (the ranking so far), so their notes list the best first."""
+    gains: dict[int, float] = defaultdict(float)
+    sources: dict[int, list[int]] = defaultdict(list)
+    for i in order:
+        c = run.rows[i]
+        if not is_evidence_source(c):
+            continue
+        targets = [t for t in evidence.get(c.chunk_id, ()) if t != c.chunk_id]
+        for target in targets:
+            gains[target] += run.p.evidence_share * run.scores[i] / len(targets)
+            sources[target].append(c.chunk_id)
+    if not gains:
+        return
+    present = {c.chunk_id for c in run.rows}
+    for row in fetch([t for t in gains if t not in present]).values():
+        run.add(row)
+    for i, c in enumerate(run.rows):
+        gain = gains.get(c.chunk_id)
+        if gain:
+            run.scores[i] = run.scores[i] + gain
+            run.note(i, "evidence", sources[c.chunk_id][:3])

@@ -1,0 +1,163 @@
+"""A search reader that keeps every chunk's row and call targets in memory, over either store.
+
+A long-lived process (the MCP server, an eval, a benchmark, a Python program that searches many
+times) asks for one with `Index.open(..., warm=True)`; a one-shot `codewhere search` never pays
+the load. The rows are reread whenever the index changes (a write here or a commit by another
+process: the store's change token moves), and then only for the files that changed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from codewhere.store.base import ChunkAt, WarmStore
+from codewhere.types import ChunkRow, Filters, TermQuery
+
+log = logging.getLogger(__name__)
+
+# Chunks are kept up to this much chunk text and this many chunks (each costs about 600 bytes
+# besides its text: laravel's 30k chunks take 25 MB); past either, a search reads its candidates'
+# rows from the store, as a Linux-sized index must.
+WARM_TEXT_LIMIT = 64 * 1024 * 1024
+WARM_CHUNK_LIMIT = 200_000
+
+
+@dataclass
+class WarmChunks:
+    """Every chunk as search reads it, and every chunk's resolved call targets, at one state of
+    the index. `files` keeps what each file held when its chunks were read, so a change rereads
+    only the files it touched."""
+
+    chunker: str | None = None
+    files: dict[int, tuple[object, ...]] = field(default_factory=dict)  # id → path, hash, kind, language, first and last chunk id
+    chunk_ids: dict[int, list[int]] = field(default_factory=dict)  # file id → its chunks
+    rows: dict[int, ChunkRow] = field(default_factory=dict)
+    call_targets: dict[int, list[int]] = field(default_factory=dict)
+    text_bytes: int = 0
+
+    def copy(self) -> WarmChunks:
+        """A copy to update while searches in other threads read this one (lists are replaced, not changed)."""
+        return WarmChunks(self.chunker, dict(self.files), dict(self.chunk_ids), dict(self.rows), self.call_targets,
+                          self.text_bytes)
+
+    def forget_file(self, file_id: int) -> None:
+        del self.files[file_id]
+        for cid in self.chunk_ids.pop(file_id):
+            self.text_bytes -= len(self.rows.pop(cid).text)
+
+    def add(self, file_id: int, row: ChunkRow) -> None:
+        self.rows[row.chunk_id] = row
+        self.chunk_ids.setdefault(file_id, []).append(row.chunk_id)
+        self.text_bytes += len(row.text)
+
+    def too_big(self) -> bool:
+        return self.text_bytes > WARM_TEXT_LIMIT or len(self.rows) > WARM_CHUNK_LIMIT
+
+
+class WarmReader:
+    """A SearchReader: chunk rows and call targets from memory, everything else from the store."""
+
+    def __init__(self, store: WarmStore) -> None:
+        self.store = store
+        self.location, self.repo, self.shared = store.location, store.repo, store.shared
+        self.refused = False  # too big to keep: every read goes to the store
+        self._chunks: WarmChunks | None = None
+        self._state: object = None
+        self._lock = threading.Lock()
+
+    # ---- served from memory --------------------------------------------------------------
+
+    def chunk_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, ChunkRow]:
+        warm = self._for(filters) if ids else None
+        if warm is None:
+            return self.store.chunk_rows(ids, filters)
+        excluded, repos = filters.exclude_kinds, filters.repos if self.shared else ()
+        return {cid: row for cid in ids if (row := warm.rows.get(cid)) is not None
+                and row.kind not in excluded and (not repos or row.repo in repos)}
+
+    def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
+        warm = self.chunks() if chunk_ids else None
+        if warm is None:
+            return self.store.call_target_chunks(chunk_ids)
+        return {cid: list(targets) for cid in chunk_ids if (targets := warm.call_targets.get(cid))}
+
+    # ---- read from the store -------------------------------------------------------------
+
+    def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:
+        return self.store.keyword_search(query, limit, filters)
+
+    def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]:
+        return self.store.vector_search(query, limit, filters)
+
+    def chunks_defining_names(self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()) -> dict[str, list[int]]:
+        return self.store.chunks_defining_names(names, filters, spelled)
+
+    def chunk_at(self, path: str, line: int) -> ChunkAt | None:
+        return self.store.chunk_at(path, line)
+
+    def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]:
+        return self.store.chunk_spans(filters)
+
+    def indexed_paths(self, filters: Filters) -> list[str]:
+        return self.store.indexed_paths(filters)
+
+    def interrupt(self) -> None:
+        self.store.interrupt()
+
+    # ---- keeping the chunks --------------------------------------------------------------
+
+    def _for(self, filters: Filters) -> WarmChunks | None:
+        """The chunks in memory, unless a scope filters them (SQL's LIKE rule, kept in one place)
+        or a one-folder index is asked for another repository (then nothing passes; SQL says so)."""
+        if filters.scopes or (filters.repos and not self.shared and self.repo not in filters.repos):
+            return None
+        return self.chunks()
+
+    def chunks(self) -> WarmChunks | None:
+        """The chunks in memory, brought up to date if the index changed; None when too big to keep."""
+        if self.refused:
+            return None
+        state = self.store.change_token()
+        if state != self._state:
+            with self._lock:  # MCP calls run in threads: one updates, the others wait for it
+                if state != self._state:
+                    warm = self._chunks.copy() if self._chunks else WarmChunks()
+                    if not self._update(warm):
+                        log.info("%s holds over %d MB of chunk text or %d chunks; searches read them per query",
+                                 self.location, WARM_TEXT_LIMIT >> 20, WARM_CHUNK_LIMIT)
+                        self.refused, self._chunks, self._state = True, None, None
+                        return None
+                    # the state was read before the update: a commit during it brings another
+                    self._chunks, self._state = warm, state
+        return self._chunks
+
+    def _update(self, warm: WarmChunks) -> bool:
+        """Reread the chunks of the files that changed since `warm` was read, and every call
+        target (resolution moves them in unchanged files); False past the limits."""
+        store = self.store
+        snapshot: AbstractContextManager[None] = store.read_snapshot()
+        with snapshot:
+            meta = store.meta()
+            # a new chunker re-chunks every file, a rebuild makes a new index: perhaps into the same ids
+            chunker = f"{meta.get('chunker_version')}@{meta.get('created_at')}"
+            if chunker != warm.chunker:
+                for file_id in list(warm.files):
+                    warm.forget_file(file_id)
+                warm.chunker = chunker
+            files = store.file_chunk_ranges()
+            for file_id in [f for f, held in warm.files.items() if files.get(f) != held]:
+                warm.forget_file(file_id)
+            changed = [f for f in files if f not in warm.files]
+            for file_id, row in store.rows_of_files(None if len(changed) == len(files) else changed):
+                warm.add(file_id, row)
+                if warm.too_big():
+                    return False
+            warm.files.update((f, files[f]) for f in changed)
+            warm.call_targets = store.call_targets()
+        return True
