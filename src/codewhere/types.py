@@ -132,6 +132,7 @@ class TermQuery:
 
     terms: tuple[str, ...]
     match: str = "any"
+    field_weights: tuple[float, float] = (1.0, 1.0)  # how much a match counts in a chunk's (path, text)
 
 
 class ChunkRow(NamedTuple):

@@ -20,7 +20,7 @@ def keyword_ranked(
     store: SearchReader, query: Query, limit: int, filters: Filters, params: RankingParams = DEFAULT_PARAMS
 ) -> list[Ranked]:
     """BM25 order, except that chunks defining a queried identifier come first."""
-    bm25 = bm25_ranking(store, query, max(limit, params.rrf_depth), filters)
+    bm25 = bm25_ranking(store, query, max(limit, params.rrf_depth), filters, params)
     bm25_rank = {cid: rank for rank, (cid, _) in enumerate(bm25, start=1)}
     bm25_score = dict(bm25)
     definitions = definition_ranking(store, query, limit, filters)
@@ -49,7 +49,7 @@ def hybrid_ranked(
     """RRF (k=60) over the keyword top 30, the vector top 30 and the chunks defining a queried
     name, then the ranking signals (search/ranking/) unless disabled."""
     rankings = {
-        "keyword": [cid for cid, _ in bm25_ranking(store, query, params.rrf_depth, filters)],
+        "keyword": [cid for cid, _ in bm25_ranking(store, query, params.rrf_depth, filters, params)],
         "semantic": [cid for cid, _ in store.vector_search(embedder.embed_query(query.text), params.rrf_depth, filters)],
     }
     if disabled >= set(ranking.SIGNALS):  # plain fusion: the baseline the signals are measured against

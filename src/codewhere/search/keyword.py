@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from codewhere.search.params import DEFAULT_PARAMS, RankingParams
 from codewhere.search.query import Query
 from codewhere.store import SearchReader
 from codewhere.types import Filters, TermQuery
 
 
-def bm25_ranking(store: SearchReader, query: Query, limit: int, filters: Filters) -> list[tuple[int, float]]:
+def bm25_ranking(
+    store: SearchReader, query: Query, limit: int, filters: Filters, params: RankingParams = DEFAULT_PARAMS
+) -> list[tuple[int, float]]:
     if not query.terms:
         return []
-    return store.keyword_search(TermQuery(query.terms), limit, filters)
+    weights = (params.keyword_path_weight, params.keyword_text_weight)
+    return store.keyword_search(TermQuery(query.terms, field_weights=weights), limit, filters)
 
 
 def definition_ranking(store: SearchReader, query: Query, limit: int, filters: Filters) -> list[int]:

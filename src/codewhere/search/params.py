@@ -42,6 +42,8 @@ class RankingParams:
     misspelled_definition_share: float = 0.0  # of the boost, for a definer that doesn't define a capitalised name as typed
     path_folders: int = 1  # the path signal reads the file name and this many folders above it (0: all)
     path_prefix_min: int = 3  # path and query words match when one starts the other, both this long (`lock`, `lockfile`)
+    keyword_path_weight: float = 0.5  # BM25 (ts_rank on PostgreSQL): a query word in the file path, which every chunk of the file repeats ...
+    keyword_text_weight: float = 1.0  # ... against one in its text
     rrf_k: int = 60  # Reciprocal Rank Fusion's k: each list adds weight / (k + rank)
     rrf_depth: int = 30  # each retriever contributes its top this many
 

@@ -69,7 +69,8 @@ SCHEMA = "codewhere"
 LOCK_NAMESPACE = 0x63776872  # "cwhr": first key of codewhere's advisory locks
 MIGRATION_LOCK = 0  # second key while migrating; repositories use an odd hash of their name
 CONNECT_TIMEOUT_SECONDS = 10
-# ts_rank weights for D, C, B, A: the path (B) counts for less than the body (A), as in SQLite's bm25.
+# ts_rank weights for D, C, B, A of a symbol's fields (chunks take theirs from the query's
+# field_weights: the path is B, the text A)
 RANK_WEIGHTS = "{0, 0.1, 0.5, 1.0}"
 RANK_NORMALISATION = 1  # divide by 1 + log(document length): long chunks don't win by size
 MODEL_KEYS = ("model_id", "model_dim", "model_fingerprint")  # the database's model, in `settings`
@@ -724,7 +725,7 @@ class PostgresStore:
                 f"""SELECT c.id, ts_rank(%s::float4[], c.fts, q, {RANK_NORMALISATION}) AS score
                     FROM chunks c JOIN files f ON f.id = c.file_id, to_tsquery('simple', %s) q
                     WHERE c.fts @@ q {where} ORDER BY score DESC, c.id LIMIT %s""",
-                (RANK_WEIGHTS, text, *params, limit),
+                ([0.0, 0.1, *query.field_weights], text, *params, limit),  # weights of D, C, B (path), A (text)
             ).fetchall()
         except psycopg.errors.SyntaxError as exc:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc

@@ -62,9 +62,6 @@ log = logging.getLogger(__name__)
 APPLICATION_ID = 0x63776872  # "cwhr": marks a SQLite file as a codewhere index
 SCHEMA_VERSION = "6"
 BUSY_TIMEOUT_MS = 10_000
-# bm25 column weights: the path tokens repeat in every chunk of a file, so they count for less.
-BM25_WEIGHT_PATH = 0.5
-BM25_WEIGHT_BODY = 1.0
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(
@@ -752,11 +749,11 @@ class SqliteStore:
         """(chunk id, BM25 score, higher is better) of the chunks matching the terms."""
         match = fts5_expression(query)
         where, params = self._filter(filters)
-        sql = f"""SELECT c.id, bm25(chunks_fts, {BM25_WEIGHT_PATH}, {BM25_WEIGHT_BODY}) AS score
+        sql = f"""SELECT c.id, bm25(chunks_fts, ?, ?) AS score
                   FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN files f ON f.id = c.file_id
                   WHERE chunks_fts MATCH ?{where} ORDER BY score LIMIT ?"""
         try:
-            rows = self._db.execute(sql, (match, *params, limit)).fetchall()
+            rows = self._db.execute(sql, (*query.field_weights, match, *params, limit)).fetchall()
         except apsw.SQLError as exc:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
         return [(int(i), -float(s)) for i, s in cast(list[tuple[int, float]], rows)]
