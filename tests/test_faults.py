@@ -328,7 +328,7 @@ def test_no_path_means_the_enclosing_repository_and_outline_indexes_the_files_re
     scratch = tmp_path / "scratch"
     write_tree(scratch, {f"junk{i}.py": f"def junk_{i}():\n    pass\n" for i in range(30)})
     outline = cli("outline", str(sample_repo / "src/shop/cart.py"), "--json", cwd=scratch)
-    assert outline.code == 0 and outline.json()[0]["name"] == "Cart"
+    assert outline.code == 0 and outline.json()["symbols"][0]["name"] == "Cart"
     assert not Settings.from_env().index_path_for(scratch.resolve()).exists()  # the scratch folder was not indexed
 
 

@@ -146,12 +146,13 @@ def test_cli_graph_commands(tmp_path: Path, cli) -> None:
     assert callers.code == 0, callers.err
     payload = callers.json()
     assert payload["symbol"]["qualified_name"] == "format_name"
-    assert [(c["from"]["qualified_name"], c["line"]) for c in payload["callers"]] == [("Shape.describe", 8)]
+    assert [(c["from"]["qualified_name"], c["line"]) for c in payload["references"]] == [("Shape.describe", 8)]
+    assert payload["references"][0]["location"] == "shapes.py:8"
     outline = cli("outline", "shapes.py", "--root", str(root))
     assert outline.code == 0 and outline.out.splitlines()[1].startswith("  7-8  method describe")
-    found = cli("symbols", "formatname", str(root), "--json").json()
-    assert found[0]["qualified_name"] == "format_name"
-    partial = cli("symbols", "name format", str(root), "--json").json()
+    found = cli("symbols", "formatname", str(root), "--json").json()["symbols"]
+    assert found[0]["qualified_name"] == "format_name" and found[0]["location"].startswith("shapes.py:")
+    partial = cli("symbols", "name format", str(root), "--json").json()["symbols"]
     assert partial[0]["qualified_name"] == "format_name"
     stats = cli("graph-stats", str(root))
     assert stats.code == 0 and "python call:" in stats.out
@@ -160,5 +161,5 @@ def test_cli_graph_commands(tmp_path: Path, cli) -> None:
     callees = cli("callees", "format_name", str(root))
     assert callees.code == 0 and "call → upper  [external]" in callees.out  # unresolved edges are kept, marked
     refs = cli("refs", "Shape.name", str(root), "--json").json()
-    assert [(r["kind"], r["from"]["qualified_name"]) for r in refs["refs"]] == [("call", "Shape.describe")]
+    assert [(r["kind"], r["from"]["qualified_name"]) for r in refs["references"]] == [("call", "Shape.describe")]
     assert cli("callers", "describe", str(root)).code == 1  # nobody calls it

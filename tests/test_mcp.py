@@ -41,19 +41,22 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
         tools = await session.list_tools()
         assert {t.name for t in tools.tools} == TOOLS
         assert all(t.description and len(t.description) > 30 for t in tools.tools)
+        schemas = {t.name: t.output_schema for t in tools.tools}
+        assert all(schemas.values()), "every tool declares the shape of its answer"
+        assert {"hits", "query"} <= set(schemas["search"]["properties"])
         found = payload(await session.call_tool("search", {"query": "charge_credit_card"}))
         assert found["hits"][0]["location"] == "src/shop/payment.py:2-6"
         assert "charge_credit_card" in found["hits"][0]["snippet"]
         code_only = payload(await session.call_tool("search", {"query": "charge_credit_card", "kinds": ["code"]}))
         assert {h["kind"] for h in code_only["hits"]} == {"code"}
         outline = payload(await session.call_tool("outline", {"path": "src/shop/cart.py"}))["symbols"]
-        assert [s["name"] for s in outline] == ["Cart", "Cart.__init__", "Cart.add_item", "Cart.total_price"]
+        assert [s["qualified_name"] for s in outline] == ["Cart", "Cart.__init__", "Cart.add_item", "Cart.total_price"]
         callers = payload(await session.call_tool("callers", {"name": "gateway_request"}))
-        assert {c["from"] for c in callers["callers"]} == {"charge_credit_card", "refund_payment"}
+        assert {c["from"]["qualified_name"] for c in callers["references"]} == {"charge_credit_card", "refund_payment"}
         callees = payload(await session.call_tool("callees", {"name": "refund_payment"}))
-        assert [c["to"] for c in callees["callees"]] == ["gateway_request"]
+        assert [c["to"]["qualified_name"] for c in callees["references"]] == ["gateway_request"]
         assert payload(await session.call_tool("impact", {"name": "gateway_request", "depth": 2}))["impact"]
-        assert payload(await session.call_tool("refs", {"name": "gateway_request"}))["refs"]
+        assert payload(await session.call_tool("refs", {"name": "gateway_request"}))["references"]
         assert payload(await session.call_tool("symbols", {"query": "credit card"}))["symbols"][0]["name"] == "charge_credit_card"
         related = payload(await session.call_tool("find_related", {"path": "src/shop/payment.py", "line": 3}))
         assert related["hits"] and all(not h["location"].startswith("src/shop/payment.py:2-") for h in related["hits"])
@@ -72,11 +75,29 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
         # an edit between two calls is seen by the second
         (root / "src/shop/cart.py").write_text("def brand_new_function():\n    pass\n")
         after = payload(await session.call_tool("outline", {"path": "src/shop/cart.py"}))["symbols"]
-        assert [s["name"] for s in after] == ["brand_new_function"]
+        assert [s["qualified_name"] for s in after] == ["brand_new_function"]
         missing = await session.call_tool("callers", {"name": "no_such_symbol_anywhere"})
         assert missing.is_error and "no symbol" in missing.content[0].text
 
     anyio.run(session_run, root, body)
+
+
+def test_the_cli_and_the_mcp_tools_answer_in_one_shape(tmp_path: Path, cli) -> None:  # noqa: ANN001
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    from_cli = cli("search", "charge_credit_card", str(root), "--json", "-k", "3").json()
+    callers_cli = cli("callers", "gateway_request", str(root), "--json").json()
+    answers: dict[str, dict] = {}
+
+    async def body(session: ClientSession) -> None:
+        found = await session.call_tool("search", {"query": "charge_credit_card", "k": 3})
+        assert found.structured_content == json.loads(found.content[0].text)  # structured output, the same JSON
+        answers["search"] = found.structured_content
+        answers["callers"] = payload(await session.call_tool("callers", {"name": "gateway_request"}))
+
+    anyio.run(session_run, root, body)
+    assert [set(h) for h in answers["search"]["hits"]] == [set(h) for h in from_cli["hits"]]
+    assert [h["location"] for h in answers["search"]["hits"]] == [h["location"] for h in from_cli["hits"]]
+    assert answers["callers"] == callers_cli
 
 
 def test_first_index_reports_progress(tmp_path: Path) -> None:

@@ -250,12 +250,12 @@ def test_redact_dsn() -> None:
 
 
 def test_mcp_hits_from_a_shared_index_name_their_repository() -> None:
-    from codewhere.mcp_server import _hit_dict
+    from codewhere.output import hit as _hit
     from codewhere.types import FileKind, Hit
 
     hit = Hit("src/app.py", 3, 9, 0.5, FileKind.CODE, "python", "def main():", {}, "webshop")
-    assert _hit_dict(hit, 3, redact_secrets=True)["location"] == "webshop:src/app.py:3-9"
-    assert _hit_dict(Hit("a.py", 1, 2, 0.1, FileKind.CODE, "python", ""), 3, True)["location"] == "a.py:1-2"
+    assert _hit(hit)["location"] == "webshop:src/app.py:3-9" and _hit(hit)["repo"] == "webshop"
+    assert _hit(Hit("a.py", 1, 2, 0.1, FileKind.CODE, "python", ""))["location"] == "a.py:1-2"
 
 
 def test_a_dropped_connection_is_one_line_not_a_traceback(tmp_path: Path, team_dsn: str) -> None:

@@ -7,8 +7,9 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from codewhere import __version__, render
+from codewhere import __version__, output, render
 from codewhere.api import (
     DEFAULT_K,
     EVAL_DEPTH,
@@ -37,7 +38,7 @@ from codewhere.chunk import CHUNKERS
 from codewhere.config import Settings
 from codewhere.errors import CodewhereError, NotIndexedError, QueryError
 from codewhere.eval_report import html_report
-from codewhere.evaluate import load_query_file, result_csv, result_json
+from codewhere.evaluate import load_query_file, result_csv, result_data
 from codewhere.indexer import Progress as ProgressFn
 from codewhere.scan import GITIGNORE_MODES
 from codewhere.search.ranking import SIGNALS
@@ -217,74 +218,91 @@ def _progress(enabled: bool) -> Iterator[ProgressFn | None]:
         yield update
 
 
-def _cmd_index(args: argparse.Namespace) -> int:
+@dataclass
+class Answer:
+    """A command's answer: `data` is what `--json` prints (a shape of codewhere/output.py), `show`
+    prints it for people (with render.py), `found` picks the exit code."""
+
+    data: object
+    show: Callable[[], None]
+    found: bool = True
+
+
+def _emit(args: argparse.Namespace, answer: Answer) -> int:
+    if getattr(args, "json", False):
+        print(json.dumps(answer.data, ensure_ascii=False))
+    else:
+        answer.show()
+    return EXIT_HITS if answer.found else EXIT_NO_HITS
+
+
+def _print_lines(lines: Sequence[str]) -> Callable[[], None]:
+    def show() -> None:
+        for line in lines:
+            print(line)
+
+    return show
+
+
+def _progress_shown(args: argparse.Namespace) -> bool:
+    """A progress bar on a terminal, unless the output is for a program."""
+    return err_console.is_terminal and not (getattr(args, "json", False) or getattr(args, "csv", False))
+
+
+def _cmd_index(args: argparse.Namespace) -> Answer:
     with _open(args, rebuild=args.rebuild) as index:
-        with _progress(err_console.is_terminal and not args.json) as progress:
+        with _progress(_progress_shown(args)) as progress:
             report = index.refresh(progress, wait_seconds=args.wait, rebuild=args.rebuild)
         stats = index.status()
-        if args.json:
-            print(render.report_json(report, stats))
-        else:
-            for line in render.report_lines(report, stats):
-                print(line)
-    return EXIT_HITS
+    return Answer(output.report(report, stats), _print_lines(render.report_lines(report, stats)))
 
 
-def _cmd_search(args: argparse.Namespace) -> int:
+def _cmd_search(args: argparse.Namespace) -> Answer:
     with _open(args) as index:
         # keyword search needs no model: it refreshes text only, unless a model was named
         vectors = args.mode != Mode.KEYWORD.value or args.model is not None
         if not index.shared:  # a team index is written by `codewhere index`, read by everyone
-            with _progress(err_console.is_terminal and not args.json) as progress:
+            with _progress(_progress_shown(args)) as progress:
                 index.refresh_if_free(progress, vectors=vectors)
         hits = index.run(SearchRequest(
             args.query, k=args.k, mode=args.mode, scopes=tuple(args.scope), exclude_tests=args.exclude_tests,
             exclude_docs=args.exclude_docs, disabled_signals=tuple(args.no_signal), repos=tuple(args.repo),
             rerank=not args.no_rerank,
         ))
-        if args.json:
-            print(render.hits_json(args.query, index.root, hits))
-        else:
-            render.print_hits(Console(highlight=False), hits)
-            if not hits:
-                err_console.print(f"no hits for {args.query!r}", highlight=False)
-    return EXIT_HITS if hits else EXIT_NO_HITS
+        root = str(index.root)
+
+    def show() -> None:
+        render.print_hits(Console(highlight=False), hits)
+        if not hits:
+            err_console.print(f"no hits for {args.query!r}", highlight=False)
+
+    return Answer(output.search(args.query, hits, root), show, bool(hits))
 
 
-def _cmd_config(args: argparse.Namespace) -> int:
+def _cmd_config(args: argparse.Namespace) -> Answer:
     settings = Settings.load(resolve_root(args.path or default_root()))
     rows = settings.effective()
-    if args.json:
-        print(json.dumps({key: {"value": str(v) if isinstance(v, Path) else v, "source": src, "env": env}
-                          for key, env, v, src in rows}))
-    else:
-        for key, env, value, source in rows:
-            print(f"{key:<26} {'' if value is None else value!s:<40} {source}{f'  (env {env})' if env and not source.startswith('env') else ''}")
-    return EXIT_HITS
+    data = {key: {"value": str(v) if isinstance(v, Path) else v, "source": src, "env": env} for key, env, v, src in rows}
+    lines = [f"{key:<26} {'' if value is None else value!s:<40} {source}{f'  (env {env})' if env and not source.startswith('env') else ''}"
+             for key, env, value, source in rows]
+    return Answer(data, _print_lines(lines))
 
 
-def _cmd_status(args: argparse.Namespace) -> int:
+def _cmd_status(args: argparse.Namespace) -> Answer:
     try:
         index = _open(args, create=False)  # describing a folder never creates its index
     except NotIndexedError as exc:
         root = resolve_root(args.path or default_root())
-        if args.json:
-            print(json.dumps({"root": str(root), "indexed": False}))
-        else:
-            print(f"{exc.message} — {exc.hint}")
-        return EXIT_NO_HITS
+        return Answer(output.not_indexed(str(root)), _print_lines([f"{exc.message} — {exc.hint}"]), found=False)
     with index:
         stats = index.status()
         repositories = index.repositories() if index.shared else None
-        if args.json:
-            print(render.status_json(index.root, index.store.location, stats, repositories))
-        else:
-            for line in render.status_lines(index.root, index.store.location, stats, repositories):
-                print(line)
-    return EXIT_HITS
+        data = output.status(str(index.root), index.store.location, stats, repositories)
+        lines = render.status_lines(index.root, index.store.location, stats, repositories)
+    return Answer(data, _print_lines(lines))
 
 
-def _cmd_eval(args: argparse.Namespace) -> int:
+def _cmd_eval(args: argparse.Namespace) -> Answer:
     query_file = load_query_file(Path(args.queries))
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if args.ablation:
@@ -295,97 +313,71 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise QueryError(f"unknown mode {method!r} in --modes", "use keyword, semantic, fusion, hybrid, -SIGNAL or +SIGNAL") from exc
     with _open(args, warm=True) as index:  # every question of the file, every method: keep the chunks at hand
-        with _progress(err_console.is_terminal and not (args.json or args.csv)) as progress:
+        with _progress(_progress_shown(args)) as progress:
             index.refresh_if_free(progress, vectors=any(m != Mode.KEYWORD.value for m in modes))
         result = index.evaluate(query_file, modes, args.scope, args.depth)
     if args.report:
         Path(args.report).write_text(html_report(result, args.depth), encoding="utf-8")
-    if args.json:
-        print(result_json(result))
-    elif args.csv:
-        print(result_csv(result), end="")
-    else:
+
+    def show() -> None:
+        if args.csv:
+            print(result_csv(result), end="")
+            return
         out = Console(highlight=False)
         if not out.is_terminal:
             out = Console(highlight=False, width=200)  # a table piped to a file should not wrap at 80
         out.print(render.eval_table(result, args.depth))
-    return EXIT_HITS
+
+    return Answer(result_data(result), show)
 
 
 def _graph_index(args: argparse.Namespace, path: str | None = None) -> Index:
     """Graph commands need symbols, not vectors: refresh text only."""
     index = _open(args, path=path)
     if not index.shared:
-        with _progress(err_console.is_terminal and not args.json) as progress:
+        with _progress(_progress_shown(args)) as progress:
             index.refresh_if_free(progress, vectors=False)
     return index
 
 
-def _cmd_graph(args: argparse.Namespace) -> int:
+def _cmd_graph(args: argparse.Namespace) -> Answer:
     with _graph_index(args) as index:
         if args.command == "impact":
             symbol, found = index.impact(args.name, args.depth)
-            impacted = found.items
-            if args.json:
-                print(render.graph_json(symbol, "impact", [
-                    {**render.symbol_dict(i.symbol), "distance": i.distance, "via": i.via} for i in impacted],
-                    cut=found.cut))
-            else:
+
+            def show_impact() -> None:
                 if found.cut:
                     err_console.print(f"codewhere: impact {found.cut}", highlight=False, markup=False)
                 print(render.symbol_line(symbol))
-                for item in impacted:
+                for item in found.items:
                     print(f"  {item.distance}  {item.via:<7} {render.symbol_line(item.symbol)}")
-            return EXIT_HITS if impacted else EXIT_NO_HITS
+
+            return Answer(output.impact(symbol, found), show_impact, bool(found.items))
         symbol, references = getattr(index, args.command)(args.name)
-        if args.json:
-            print(render.graph_json(symbol, args.command, [render.reference_dict(r) for r in references]))
-        else:
-            print(render.symbol_line(symbol))
-            for r in references:
-                print("  " + render.reference_line(r, outgoing=args.command == "callees"))
-        return EXIT_HITS if references else EXIT_NO_HITS
+    lines = [render.symbol_line(symbol)] + ["  " + render.reference_line(r, outgoing=args.command == "callees") for r in references]
+    return Answer(output.references(symbol, references), _print_lines(lines), bool(references))
 
 
-def _cmd_outline(args: argparse.Namespace) -> int:
+def _cmd_outline(args: argparse.Namespace) -> Answer:
     file = Path(args.file)
     target = file if file.is_absolute() else (Path.cwd() / file)
     root = args.root or str(root_for_file(target))
     with _graph_index(args, path=root) as index:
         symbols = index.outline(str(target.resolve()) if target.exists() else args.file)
-        if args.json:
-            print(json.dumps([render.symbol_dict(s) for s in symbols]))
-        else:
-            for line in render.outline_lines(symbols):
-                print(line)
-    return EXIT_HITS if symbols else EXIT_NO_HITS
+    path = symbols[0].path if symbols else args.file
+    return Answer(output.symbols(symbols, path), _print_lines(render.outline_lines(symbols)), bool(symbols))
 
 
-def _cmd_symbols(args: argparse.Namespace) -> int:
+def _cmd_symbols(args: argparse.Namespace) -> Answer:
     with _graph_index(args) as index:
         found = index.symbols(args.query, args.k)
-        if args.json:
-            print(json.dumps([render.symbol_dict(s) for s in found]))
-        else:
-            for s in found:
-                print(render.symbol_line(s))
-    return EXIT_HITS if found else EXIT_NO_HITS
+    return Answer(output.symbols(found), _print_lines([render.symbol_line(s) for s in found]), bool(found))
 
 
-def _cmd_graph_stats(args: argparse.Namespace) -> int:
+def _cmd_graph_stats(args: argparse.Namespace) -> Answer:
     with _graph_index(args) as index:
         stats: dict[str, Any] = index.graph_stats()
-    if args.json:
-        print(json.dumps(stats))
-    else:
-        print("symbols: " + ", ".join(f"{k} {n}" for k, n in sorted(stats["symbols"].items())))
-        for language, kinds in sorted(stats["per_language"].items()):
-            for kind, levels in sorted(kinds.items()):
-                total = sum(levels.values())
-                resolved = sum(n for level, n in levels.items() if level not in {"ambiguous", "external", "unresolved"})
-                detail = ", ".join(f"{level} {n}" for level, n in sorted(levels.items()))
-                print(f"{language or 'other'} {kind}: {total} edges, {resolved / total:.0%} resolved ({detail})")
-    return EXIT_HITS
+    return Answer(stats, _print_lines(render.graph_stats_lines(stats)))
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
@@ -398,7 +390,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     return EXIT_HITS
 
 
-COMMANDS = {
+COMMANDS: dict[str, Callable[[argparse.Namespace], Answer | int]] = {
     "mcp": _cmd_mcp,
     "config": _cmd_config,
     "index": _cmd_index, "search": _cmd_search, "eval": _cmd_eval, "status": _cmd_status,
@@ -417,7 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if os.environ.get("CODEWHERE_PHASE_LOG"):  # for benchmarks/crash_bench.py: each indexing phase as it starts
         logging.getLogger("codewhere.phase").setLevel(logging.INFO)
     try:
-        return COMMANDS[args.command](args)
+        answer = COMMANDS[args.command](args)
+        return answer if isinstance(answer, int) else _emit(args, answer)
     except CodewhereError as exc:
         err_console.print(f"codewhere: {exc}", highlight=False, markup=False, soft_wrap=True)
         return EXIT_ERROR

@@ -264,7 +264,8 @@ def run_eval(
 # ---- machine-readable output --------------------------------------------------------------
 
 
-def result_json(result: EvalResult) -> str:
+def result_data(result: EvalResult) -> dict[str, object]:
+    """An eval run as `codewhere eval --json` prints it."""
     rows = []
     for i, q in enumerate(result.query_file.queries):
         rows.append({
@@ -279,7 +280,7 @@ def result_json(result: EvalResult) -> str:
         m: {"top5": s.top5, "top10": s.top10, "mrr": round(s.mrr, 4), "ndcg10": round(s.ndcg10, 4), "p50_ms": round(s.p50_ms, 3)}
         for m, s in result.summary().items()
     }
-    return json.dumps({"query_file": result.query_file.name, "scope": list(result.scope), "queries": rows, "summary": summary}, indent=1)
+    return {"query_file": result.query_file.name, "scope": list(result.scope), "queries": rows, "summary": summary}
 
 
 def result_csv(result: EvalResult) -> str:

@@ -9,9 +9,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from codewhere.chunk import chunk_source, chunker_version
 from codewhere.embed import Embedder
+from codewhere.embed.base import TruncatingEmbedder
 from codewhere.graph import refresh_resolution
 from codewhere.parse import ParseResult, parse
 from codewhere.scan import ScanOptions, read_source, scan
@@ -61,12 +63,28 @@ def _fts_row(chunk: Chunk) -> tuple[str, str]:
     return index_tokens(chunk.path), index_tokens(chunk.text)
 
 
+class _FileWrite(NamedTuple):
+    """A file read and chunked, to be written with its chunks, symbols and edges."""
+
+    record: FileRecord
+    digest: str
+    chunks: list[Chunk]
+    parsed: ParseResult | None
+
+
+class _SkipWrite(NamedTuple):
+    """A file recorded as skipped, with the reason found when reading it."""
+
+    record: FileRecord
+    reason: SkipReason
+
+
 class _Batch:
     """Collects file writes and commits them together."""
 
     def __init__(self, store: IndexWriter) -> None:
         self.store = store
-        self.writes: list[tuple[FileRecord, str, list[Chunk], ParseResult | None] | tuple[FileRecord, SkipReason]] = []
+        self.writes: list[_FileWrite | _SkipWrite] = []
         self.stat_updates: list[FileRecord] = []
         self.chunk_count = 0
 
@@ -79,16 +97,15 @@ class _Batch:
         phases.info("write")
         with self.store.transaction():
             for write in self.writes:
-                if len(write) == 4:
-                    record, digest, chunks, parsed = write
-                    symbols = parsed.symbols if parsed else ()
-                    self.store.replace_file(
-                        record, digest, chunks, [_fts_row(c) for c in chunks], symbols,
-                        [symbol_fts_row(s.name, s.qualified_name) for s in symbols], parsed.edges if parsed else (),
-                    )
-                else:
-                    record, reason = write
-                    self.store.record_skipped_file(record, reason)
+                if isinstance(write, _SkipWrite):
+                    self.store.record_skipped_file(write.record, write.reason)
+                    continue
+                record, digest, chunks, parsed = write
+                symbols = parsed.symbols if parsed else ()
+                self.store.replace_file(
+                    record, digest, chunks, [_fts_row(c) for c in chunks], symbols,
+                    [symbol_fts_row(s.name, s.qualified_name) for s in symbols], parsed.edges if parsed else (),
+                )
             for record in self.stat_updates:
                 self.store.update_file_stat(record.path, record.size, record.mtime_ns)
             if deletes:
@@ -154,11 +171,12 @@ def refresh(
     # was written since a run that left every chunk with a vector of this model. Here the key is
     # never that model's id (a change emptied it), so it is written after the vectors.
     if embedder is not None and (report.changed or meta.get(VECTORS_COMPLETE) != embedder.info.id):
-        truncated_before = getattr(embedder, "documents_truncated", None)
+        truncating = embedder if isinstance(embedder, TruncatingEmbedder) else None
+        truncated_before = truncating.documents_truncated if truncating else 0
         report.vectors_written = fill_vectors(store, embedder, progress)
-        if truncated_before is not None:
-            report.texts_truncated = embedder.documents_truncated - truncated_before  # type: ignore[attr-defined]
-            report.truncated_at = getattr(embedder, "max_seq_length", None)
+        if truncating is not None:
+            report.texts_truncated = truncating.documents_truncated - truncated_before
+            report.truncated_at = truncating.max_seq_length
         with store.transaction():
             store.set_meta({VECTORS_COMPLETE: embedder.info.id})
     report.seconds = time.perf_counter() - started
@@ -206,7 +224,7 @@ def _visit(
     source = read_source(root / record.path, options.include_minified)
     if isinstance(source, SkipReason):
         report.skipped[source.value] += 1
-        batch.writes.append((record, source))
+        batch.writes.append(_SkipWrite(record, source))
         return
     data, text = source
     if report.bytes_read == 0 or (report.files_added + report.files_changed) % PHASE_FILES == 0:
@@ -225,5 +243,5 @@ def _visit(
     else:
         report.files_added += 1
     report.chunks_written += len(chunks)
-    batch.writes.append((record, digest, chunks, parsed))
+    batch.writes.append(_FileWrite(record, digest, chunks, parsed))
     batch.chunk_count += len(chunks)

@@ -14,15 +14,17 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from codewhere import output
 from codewhere.api import DEFAULT_K, Index, SearchRequest
 from codewhere.errors import CodewhereError, QueryError
 from codewhere.indexer import Progress
+from codewhere.output import GraphOut, HitOut, ImpactAnswerOut, ReportOut, SearchOut, StatusOut, SymbolsOut
 from codewhere.redact import redact
 from codewhere.types import Hit
 
@@ -34,31 +36,25 @@ CHARS_PER_TOKEN = 4
 SNIPPET_LINES = 12
 SNIPPET_BYTES = 1_200
 
-def size_hits(hits: list[Hit], max_tokens: int, redact_secrets: bool) -> dict[str, Any]:
-    """Hits as dicts within a budget: snippets are cut to fewer lines before any hit is dropped."""
+def size_hits(hits: list[Hit], max_tokens: int, redact_secrets: bool) -> SearchOut:
+    """Hits within a budget: snippets are cut to fewer lines before any hit is dropped."""
     budget = max_tokens * CHARS_PER_TOKEN
     for lines in (SNIPPET_LINES, 4, 1, 0):
-        out = [_hit_dict(h, lines, redact_secrets) for h in hits]
+        out = [_hit(h, lines, redact_secrets) for h in hits]
         size = len(json.dumps(out))
         if size <= budget:
-            return {"hits": out, "trimmed": lines < SNIPPET_LINES, "dropped": 0}
-    kept: list[dict[str, Any]] = []
+            return SearchOut(hits=out, trimmed=lines < SNIPPET_LINES, dropped=0)
+    kept: list[HitOut] = []
     for item in out:
         if len(json.dumps(kept + [item])) > budget:
             break
         kept.append(item)
-    return {"hits": kept, "trimmed": True, "dropped": len(hits) - len(kept)}
+    return SearchOut(hits=kept, trimmed=True, dropped=len(hits) - len(kept))
 
 
-def _hit_dict(hit: Hit, lines: int, redact_secrets: bool) -> dict[str, Any]:
+def _hit(hit: Hit, lines: int, redact_secrets: bool) -> HitOut:
     snippet = "\n".join(hit.snippet.split("\n")[:lines])[:SNIPPET_BYTES] if lines else ""
-    return {
-        "location": f"{hit.repo + ':' if hit.repo else ''}{hit.path}:{hit.start_line}-{hit.end_line}",
-        "kind": hit.kind.value,
-        "score": hit.score,
-        "snippet": redact(snippet) if redact_secrets else snippet,
-        "why": hit.why,
-    }
+    return output.hit(hit, redact(snippet) if redact_secrets else snippet)
 
 
 QUERY_SECONDS = 30.0  # a question (not the refresh before it) running longer is stopped
@@ -169,25 +165,25 @@ def build_server(workspace: Workspace) -> MCPServer:
     @server.tool()
     async def search(query: str, ctx: Context, path: str | None = None, k: int = DEFAULT_K, mode: str = "hybrid",
                      scope: list[str] | None = None, kinds: list[str] | None = None,
-                     max_tokens: int = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+                     max_tokens: int = DEFAULT_MAX_TOKENS) -> SearchOut:
         """Find code by meaning or by name: a question in plain words ("where do we retry failed
         uploads") or an identifier (`raise_for_status`). Returns path:start-end ranges with short
         snippets, best first. `path` picks a served folder; `scope` limits to sub-folders;
         `kinds` keeps only these file kinds (code, test, docs, config; default: all);
         `mode` is hybrid (default), keyword or semantic."""
-        def go(progress: Progress | None) -> dict[str, Any]:
+        def go(progress: Progress | None) -> SearchOut:
             index, rel = workspace.index_for(path, progress)
             scopes = list(scope or []) + ([rel] if rel else [])
             request = SearchRequest(query, k=k, mode=mode, scopes=tuple(scopes), kinds=None if kinds is None else tuple(kinds))
             with workspace.deadline(index):
                 hits = index.run(request)
-            return {"query": query, **size_hits(hits, max_tokens, workspace.redact_secrets)}
+            return SearchOut(query=query, **size_hits(hits, max_tokens, workspace.redact_secrets))
         return await call(ctx, go)
 
     @server.tool()
-    async def find_related(path: str, line: int, k: int = DEFAULT_K) -> dict[str, Any]:
+    async def find_related(path: str, line: int, k: int = DEFAULT_K) -> SearchOut:
         """Code similar to the chunk at path:line (other implementations of the same idea)."""
-        def go(progress: Progress | None) -> dict[str, Any]:
+        def go(progress: Progress | None) -> SearchOut:
             index, rel = workspace.index_for(path)
             with workspace.deadline(index):
                 hits = index.related(rel or "", line, k)
@@ -195,96 +191,78 @@ def build_server(workspace: Workspace) -> MCPServer:
         return await call(None, go)
 
     @server.tool()
-    async def outline(path: str) -> dict[str, Any]:
+    async def outline(path: str) -> SymbolsOut:
         """The symbols of one file (functions, classes, methods) with kinds and line spans, nested by parent."""
-        def go(progress: Progress | None) -> dict[str, Any]:
+        def go(progress: Progress | None) -> SymbolsOut:
             index, rel = workspace.index_for(path)
             with workspace.deadline(index):
-                return {"path": rel, "symbols": [_symbol(s) for s in index.outline(rel or "")]}
+                return output.symbols(index.outline(rel or ""), rel or "")
         return await call(None, go)
 
     @server.tool()
-    async def symbols(query: str, path: str | None = None, k: int = 20) -> dict[str, Any]:
+    async def symbols(query: str, path: str | None = None, k: int = 20) -> SymbolsOut:
         """Find definitions by name or part of a name (exact name first, then all words, then any)."""
-        def go(progress: Progress | None) -> dict[str, Any]:
+        def go(progress: Progress | None) -> SymbolsOut:
             index, _ = workspace.index_for(path)
             with workspace.deadline(index):
-                return {"symbols": [_symbol(s) for s in index.symbols(query, k)]}
+                return output.symbols(index.symbols(query, k))
         return await call(None, go)
 
-    def graph_tool(kind: str, name: str, path: str | None) -> Callable[[Progress | None], dict[str, Any]]:
-        def go(progress: Progress | None) -> dict[str, Any]:
+    def graph_tool(kind: str, name: str, path: str | None) -> Callable[[Progress | None], GraphOut]:
+        def go(progress: Progress | None) -> GraphOut:
             index, _ = workspace.index_for(path)
             with workspace.deadline(index):
                 symbol, refs = getattr(index, kind)(name)
-            shown = refs[:MAX_REFERENCES]
-            answer: dict[str, Any] = {"symbol": _symbol(symbol), kind: [
-                {"kind": r.kind, "location": f"{r.path}:{r.line}", "resolution": r.resolution,
-                 "from": r.source.qualified_name if r.source else None,
-                 "to": r.target.qualified_name if r.target else r.target_name}
-                for r in shown]}
-            if len(refs) > len(shown):
-                answer["cut"] = f"showing {len(shown)} of {len(refs)}; use the CLI for the whole list"
-            return answer
+            return output.references(symbol, refs, MAX_REFERENCES)
         return go
 
     @server.tool()
-    async def refs(name: str, path: str | None = None) -> dict[str, Any]:
+    async def refs(name: str, path: str | None = None) -> GraphOut:
         """Every call, import and inheritance that refers to a symbol (name, Owner.name or path:line)."""
         return await call(None, graph_tool("refs", name, path))
 
     @server.tool()
-    async def callers(name: str, path: str | None = None) -> dict[str, Any]:
+    async def callers(name: str, path: str | None = None) -> GraphOut:
         """Who calls this function or method (name, Owner.name or path:line)."""
         return await call(None, graph_tool("callers", name, path))
 
     @server.tool()
-    async def callees(name: str, path: str | None = None) -> dict[str, Any]:
+    async def callees(name: str, path: str | None = None) -> GraphOut:
         """What this function or method calls, resolved where the name is unambiguous."""
         return await call(None, graph_tool("callees", name, path))
 
     @server.tool()
-    async def impact(name: str, depth: int = 3, path: str | None = None) -> dict[str, Any]:
+    async def impact(name: str, depth: int = 3, path: str | None = None) -> ImpactAnswerOut:
         """What may break if this symbol changes: transitive callers and subclasses, with distance.
         Deep or wide answers are bounded; `cut` then says where the walk stopped."""
-        def go(progress: Progress | None) -> dict[str, Any]:
+        def go(progress: Progress | None) -> ImpactAnswerOut:
             index, _ = workspace.index_for(path)
             with workspace.deadline(index):
                 symbol, found = index.impact(name, depth)
-            shown = found.items[:MAX_REFERENCES]
-            cut = found.cut or (f"showing the nearest {len(shown)} of {len(found.items)}" if len(found.items) > len(shown) else "")
-            return {"symbol": _symbol(symbol), "cut": cut,
-                    "impact": [{**_symbol(i.symbol), "distance": i.distance, "via": i.via} for i in shown]}
+            return output.impact(symbol, found, MAX_REFERENCES)
         return await call(None, go)
 
     @server.tool()
-    async def index_status(path: str | None = None) -> dict[str, Any]:
+    async def index_status(path: str | None = None) -> StatusOut:
         """Files, chunks, languages and model of the index of a served folder."""
-        def go(progress: Progress | None) -> dict[str, Any]:
+        def go(progress: Progress | None) -> StatusOut:
             index, _ = workspace.index_for(path)
-            stats = index.status()
-            return {"root": str(index.root), "files": stats.files, "chunks": stats.chunks,
-                    "languages": stats.languages, "model": stats.meta.get("model_id")}
+            return output.status(str(index.root), index.store.location, index.status(),
+                                 index.repositories() if index.shared else None)
         return await call(None, go)
 
     @server.tool()
-    async def refresh(ctx: Context, path: str | None = None) -> dict[str, Any]:
+    async def refresh(ctx: Context, path: str | None = None) -> ReportOut:
         """Bring the index up to date now (searches also do this by themselves)."""
-        def go(progress: Progress | None) -> dict[str, Any]:
+        def go(progress: Progress | None) -> ReportOut:
             index, _ = workspace.index_for(path, progress)
-            report = index.refresh(progress)
-            return {"added": report.files_added, "changed": report.files_changed, "removed": report.files_removed}
+            return output.report(index.refresh(progress), index.status())
         return await call(ctx, go)
 
     return server
 
 
 MAX_REFERENCES = 500  # graph answers list at most this many, nearest or first, and say so
-
-
-def _symbol(s) -> dict[str, Any]:  # noqa: ANN001
-    return {"name": s.qualified_name, "kind": s.kind, "location": f"{s.path}:{s.start_line}-{s.end_line}",
-            "signature": s.signature}
 
 
 CLIENT_CONFIGS = ("claude", "cursor", "codex", "vscode")

@@ -1,10 +1,11 @@
-"""Hits and reports → text for people, JSON for programs. Nothing here searches."""
+"""Answers → text for people (output.py gives the same answers as data). Nothing here searches."""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -15,31 +16,6 @@ from codewhere.graph import Reference
 from codewhere.indexer import IndexReport
 from codewhere.store import StoreStats
 from codewhere.types import Hit, SymbolRow
-
-
-def hits_json(query: str, root: Path, hits: list[Hit]) -> str:
-    return json.dumps(
-        {
-            "query": query,
-            "root": str(root),
-            "hits": [
-                {
-                    "path": h.path,
-                    "start_line": h.start_line,
-                    "end_line": h.end_line,
-                    "score": h.score,
-                    "kind": h.kind.value,
-                    "language": h.language,
-                    "snippet": h.snippet,
-                    "why": h.why,
-                    **({"repo": h.repo} if h.repo else {}),
-                }
-                for h in hits
-            ],
-        },
-        ensure_ascii=False,
-    )
-
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -74,44 +50,6 @@ def report_lines(report: IndexReport, stats: StoreStats) -> list[str]:
         f"time: {report.seconds:.2f} s",
     ] + ([f"{report.texts_truncated} of {report.vectors_written} embedded texts truncated at {report.truncated_at} tokens"]
          if report.truncated_at else [])
-
-
-def report_json(report: IndexReport, stats: StoreStats) -> str:
-    return json.dumps(
-        {
-            "files_kept": report.files_kept,
-            "files_added": report.files_added,
-            "files_changed": report.files_changed,
-            "files_unchanged": report.files_unchanged,
-            "files_removed": report.files_removed,
-            "skipped": dict(sorted(report.skipped.items())),
-            "bytes_read": report.bytes_read,
-            "chunks_written": report.chunks_written,
-            "vectors_written": report.vectors_written,
-            "texts_truncated": report.texts_truncated,
-            "truncated_at": report.truncated_at,
-            "chunks": stats.chunks,
-            "seconds": round(report.seconds, 4),
-        }
-    )
-
-
-def status_json(root: Path, index_path: str, stats: StoreStats, repositories: list[str] | None = None) -> str:
-    return json.dumps(
-        {
-            "root": str(root),
-            "index": str(index_path),
-            "indexed": True,
-            **({"repositories": repositories} if repositories is not None else {}),
-            "files": stats.files,
-            "chunks": stats.chunks,
-            "bytes": stats.bytes,
-            "skipped_by_content": stats.skipped,
-            "kinds": stats.kinds,
-            "languages": stats.languages,
-            "meta": stats.meta,
-        }
-    )
 
 
 def status_lines(root: Path, index_path: str, stats: StoreStats, repositories: list[str] | None = None) -> list[str]:
@@ -162,11 +100,6 @@ def eval_table(result: EvalResult, depth: int) -> Table:
 # ---- graph answers ---------------------------------------------------------------------------
 
 
-def symbol_dict(s: SymbolRow) -> dict[str, object]:
-    return {"name": s.name, "qualified_name": s.qualified_name, "kind": s.kind, "path": s.path,
-            "start_line": s.start_line, "end_line": s.end_line, "signature": s.signature, "parent": s.parent}
-
-
 def symbol_line(s: SymbolRow, indent: int = 0) -> str:
     return f"{'  ' * indent}{shown_path(s.path)}:{s.start_line}-{s.end_line}  {s.kind} {s.qualified_name}  {s.signature}"
 
@@ -181,15 +114,6 @@ def outline_lines(symbols: list[SymbolRow]) -> list[str]:
     return out
 
 
-def reference_dict(r: Reference) -> dict[str, object]:
-    return {
-        "kind": r.kind, "path": r.path, "line": r.line, "resolution": r.resolution,
-        "from": symbol_dict(r.source) if r.source else None,
-        "to": symbol_dict(r.target) if r.target else None,
-        "target_name": r.target_name,
-    }
-
-
 def reference_line(r: Reference, outgoing: bool = False) -> str:
     if outgoing:
         where = f"{r.target.qualified_name} ({shown_path(r.target.path)}:{r.target.start_line})" if r.target else r.target_name
@@ -198,7 +122,12 @@ def reference_line(r: Reference, outgoing: bool = False) -> str:
     return f"{shown_path(r.path)}:{r.line}  {r.kind} from {who}  [{r.resolution}]"
 
 
-def graph_json(symbol: SymbolRow, key: str, items: list[dict[str, object]], cut: str | None = None) -> str:
-    """`cut` (impact only) says why the answer stopped early, "" when it is complete."""
-    extra = {} if cut is None else {"cut": cut}
-    return json.dumps({"symbol": symbol_dict(symbol), key: items, **extra}, ensure_ascii=False)
+def graph_stats_lines(stats: dict[str, Any]) -> list[str]:
+    lines = ["symbols: " + ", ".join(f"{k} {n}" for k, n in sorted(stats["symbols"].items()))]
+    for language, kinds in sorted(stats["per_language"].items()):
+        for kind, levels in sorted(kinds.items()):
+            total = sum(levels.values())
+            resolved = sum(n for level, n in levels.items() if level not in {"ambiguous", "external", "unresolved"})
+            detail = ", ".join(f"{level} {n}" for level, n in sorted(levels.items()))
+            lines.append(f"{language or 'other'} {kind}: {total} edges, {resolved / total:.0%} resolved ({detail})")
+    return lines

@@ -24,6 +24,15 @@ class Embedder(Protocol):
         ...
 
 
+@runtime_checkable
+class TruncatingEmbedder(Embedder, Protocol):
+    """An embedder whose model reads at most `max_seq_length` tokens of a text: it counts the
+    documents it cut, so an index run can say how many."""
+
+    max_seq_length: int
+    documents_truncated: int
+
+
 def normalise_rows(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return (vectors / np.where(norms == 0, 1, norms)).astype(np.float32)

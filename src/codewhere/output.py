@@ -1,0 +1,205 @@
+"""What codewhere answers, as data: one typed shape per answer, shared by `--json` and the MCP
+tools (which declare these shapes as their output schemas). render.py turns the same records
+into text for people.
+
+Locations are `path:start-end` (1-based, inclusive; `repo:path:start-end` from a shared index);
+the parts are there too, for programs that would rather not parse them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from typing_extensions import NotRequired, TypedDict
+
+from codewhere.graph import Impact, Reference
+from codewhere.indexer import IndexReport
+from codewhere.store import StoreStats
+from codewhere.types import Hit, SymbolRow
+
+# `why`: each retriever that found the chunk and its 1-based rank there, then each ranking signal
+# that changed its score with its factor (`evidence`: the chunks whose evidence it received)
+Why = TypedDict("Why", {
+    "keyword": int, "semantic": int, "names": int,
+    "definition": float, "evidence": list[int], "kind-prior": float, "signature": float, "path": float,
+    "size": float, "folder": float, "coherence": float, "rerank": float,
+}, total=False)
+
+
+class HitOut(TypedDict):
+    location: str
+    path: str  # relative to the root, `/` separators
+    start_line: int
+    end_line: int
+    repo: NotRequired[str]  # only from a shared index
+    kind: str  # code, test, docs or config
+    language: str
+    score: float  # orders the hits; its scale depends on the mode
+    snippet: str
+    why: Why
+
+
+class SearchOut(TypedDict):
+    query: NotRequired[str]  # absent from find_related, which starts from a place, not words
+    root: NotRequired[str]
+    hits: list[HitOut]
+    trimmed: NotRequired[bool]  # MCP: snippets were cut to fit the answer's token budget
+    dropped: NotRequired[int]  # MCP: hits left out to fit it
+
+
+class SymbolOut(TypedDict):
+    name: str
+    qualified_name: str  # `Session.resolve_redirects`
+    kind: str  # function, method, class, struct, interface, trait, enum, module, type
+    location: str
+    path: str
+    start_line: int
+    end_line: int
+    signature: str
+    parent: str  # the enclosing symbol's qualified name, "" at module level
+
+
+# `from`: the enclosing symbol of the reference (None at module level); `to`: the symbol referred to
+# (None when unresolved); `resolution`: how `to` was found (same-file, import, unique, ambiguous,
+# external, unresolved); `target_name`: the name as written
+ReferenceOut = TypedDict("ReferenceOut", {
+    "kind": str, "location": str, "path": str, "line": int, "resolution": str,
+    "from": SymbolOut | None, "to": SymbolOut | None, "target_name": str,
+})
+
+
+class ImpactOut(SymbolOut):
+    distance: int  # calls or inheritance steps from the symbol asked about
+    via: str  # call or inherit
+
+
+class SymbolsOut(TypedDict):
+    symbols: list[SymbolOut]
+    path: NotRequired[str]  # outline: the file
+
+
+class GraphOut(TypedDict):
+    symbol: SymbolOut
+    references: list[ReferenceOut]
+    cut: NotRequired[str]  # why the list stops early
+
+
+class ImpactAnswerOut(TypedDict):
+    symbol: SymbolOut
+    impact: list[ImpactOut]
+    cut: str  # why the walk stopped early; "" when it is complete
+
+
+def location(path: str, start: int, end: int | None = None, repo: str = "") -> str:
+    return f"{repo + ':' if repo else ''}{path}:{start}" + (f"-{end}" if end is not None else "")
+
+
+def hit(h: Hit, snippet: str | None = None) -> HitOut:
+    out = HitOut(location=location(h.path, h.start_line, h.end_line, h.repo), path=h.path, start_line=h.start_line,
+                 end_line=h.end_line, kind=h.kind.value, language=h.language, score=h.score,
+                 snippet=h.snippet if snippet is None else snippet, why=_why(h.why))
+    if h.repo:
+        out["repo"] = h.repo
+    return out
+
+
+def _why(why: dict[str, object]) -> Why:
+    return Why(**why)  # type: ignore[typeddict-item]  # the engine writes only Why's keys
+
+
+def search(query: str, hits: Sequence[Hit], root: str | None = None) -> SearchOut:
+    out = SearchOut(query=query, hits=[hit(h) for h in hits])
+    if root is not None:
+        out["root"] = root
+    return out
+
+
+class ReportOut(TypedDict):
+    """What one refresh did."""
+
+    files_kept: int
+    files_added: int
+    files_changed: int
+    files_unchanged: int
+    files_removed: int
+    skipped: dict[str, int]  # by reason
+    bytes_read: int
+    chunks_written: int
+    vectors_written: int
+    texts_truncated: int  # embedded texts cut at the model's token limit
+    truncated_at: int | None  # that limit; None for a model without one
+    chunks: int  # in the index afterwards
+    seconds: float
+
+
+def report(r: IndexReport, stats: StoreStats) -> ReportOut:
+    return ReportOut(files_kept=r.files_kept, files_added=r.files_added, files_changed=r.files_changed,
+                     files_unchanged=r.files_unchanged, files_removed=r.files_removed,
+                     skipped=dict(sorted(r.skipped.items())), bytes_read=r.bytes_read, chunks_written=r.chunks_written,
+                     vectors_written=r.vectors_written, texts_truncated=r.texts_truncated, truncated_at=r.truncated_at,
+                     chunks=stats.chunks, seconds=round(r.seconds, 4))
+
+
+class StatusOut(TypedDict):
+    """What an index holds."""
+
+    root: str
+    indexed: bool
+    index: NotRequired[str]  # where it lives: a file, or a redacted DSN and repository
+    repositories: NotRequired[list[str]]  # in a shared index
+    files: NotRequired[int]
+    chunks: NotRequired[int]
+    bytes: NotRequired[int]
+    model: NotRequired[str | None]  # the model its vectors were made with
+    skipped_by_content: NotRequired[dict[str, int]]
+    kinds: NotRequired[dict[str, int]]
+    languages: NotRequired[dict[str, int]]
+    meta: NotRequired[dict[str, str]]
+
+
+def status(root: str, location: str, stats: StoreStats, repositories: list[str] | None = None) -> StatusOut:
+    out = StatusOut(root=root, indexed=True, index=location, files=stats.files, chunks=stats.chunks, bytes=stats.bytes,
+                    model=stats.meta.get("model_id"), skipped_by_content=stats.skipped, kinds=stats.kinds,
+                    languages=stats.languages, meta=stats.meta)
+    if repositories is not None:
+        out["repositories"] = repositories
+    return out
+
+
+def not_indexed(root: str) -> StatusOut:
+    return StatusOut(root=root, indexed=False)
+
+
+def symbol(s: SymbolRow) -> SymbolOut:
+    return SymbolOut(name=s.name, qualified_name=s.qualified_name, kind=s.kind,
+                     location=location(s.path, s.start_line, s.end_line), path=s.path, start_line=s.start_line,
+                     end_line=s.end_line, signature=s.signature, parent=s.parent)
+
+
+def symbols(found: Sequence[SymbolRow], path: str | None = None) -> SymbolsOut:
+    out = SymbolsOut(symbols=[symbol(s) for s in found])
+    if path is not None:
+        out["path"] = path
+    return out
+
+
+def reference(r: Reference) -> ReferenceOut:
+    return {"kind": r.kind, "location": location(r.path, r.line), "path": r.path, "line": r.line,
+            "resolution": r.resolution, "from": symbol(r.source) if r.source else None,
+            "to": symbol(r.target) if r.target else None, "target_name": r.target_name}
+
+
+def references(of: SymbolRow, found: Sequence[Reference], limit: int | None = None) -> GraphOut:
+    shown = found[:limit]
+    out = GraphOut(symbol=symbol(of), references=[reference(r) for r in shown])
+    if len(shown) < len(found):
+        out["cut"] = f"showing {len(shown)} of {len(found)}; use the CLI for the whole list"
+    return out
+
+
+def impact(of: SymbolRow, found: Impact, limit: int | None = None) -> ImpactAnswerOut:
+    shown = found.items[:limit]
+    cut = found.cut or (f"showing the nearest {len(shown)} of {len(found.items)}" if len(shown) < len(found.items) else "")
+    return ImpactAnswerOut(symbol=symbol(of), cut=cut,
+                           impact=[ImpactOut(**symbol(i.symbol), distance=i.distance, via=i.via) for i in shown])
+
