@@ -3,11 +3,13 @@ from __future__ import annotations
 from codewhere.chunk import (
     LONG_LINE_CHARS,
     chunk_file,
+    chunk_source,
     content_hash,
     line_windows,
     split_lines,
 )
-from codewhere.types import FileKind, FileRecord
+from codewhere.parse import parse
+from codewhere.types import FileKind, FileRecord, Unit
 
 
 def windows(text: str, target: int = 2800, overlap: int = 320) -> list[tuple[int, int, str]]:
@@ -198,3 +200,18 @@ def test_documentation_without_a_grammar_stays_in_line_windows() -> None:
     ]
     as_code = chunk_source(FileRecord("license.sh", FileKind.CODE, "", 0, 0), text, None, "symbols")
     assert len(as_code) > len(chunk_file(record, text))  # the same text as code is cut at "function …"
+
+
+def test_every_chunk_of_a_definition_reports_it_whole() -> None:
+    """The answer unit is the definition: a long function's windows and its head chunk all name
+    it, from the doc comment and decorators above it to its last line."""
+    body = "".join(f"    total += step_{i}(value)  # a line of work\n" for i in range(120))
+    text = f"import os\n\n# Sums the steps.\n@traced\ndef long_sum(value):\n{body}    return total\n"
+    record = FileRecord("src/sums.py", FileKind.CODE, "python", len(text), 0)
+    parsed = parse("python", text)
+    chunks = chunk_source(record, text, parsed.symbols if parsed else None, "symbols")
+    of_function = [c for c in chunks if c.unit is not None]
+    assert len(of_function) > 2, "the function is long enough to be windowed"
+    end = text.count("\n")
+    assert {c.unit for c in of_function} == {Unit(3, end, "long_sum")}  # the comment above and the decorator included
+    assert all(c.unit is None for c in chunks if c not in of_function)  # the import window belongs to nothing

@@ -31,7 +31,7 @@ def test_search_prints_grep_like_lines_and_exit_0(sample_repo: Path, cli) -> Non
     assert result.code == 0, result.err
     first = result.out.splitlines()[0]
     assert first.startswith("src/shop/payment.py:2-6 ")  # the function's own lines
-    assert first.rstrip().endswith("code")
+    assert first.rstrip().endswith("code  charge_credit_card")  # its kind, then the definition it is
     assert "def charge_credit_card(card, amount):" in result.out
     assert "\x1b[" not in result.out  # no colour when stdout is not a terminal
 
@@ -43,7 +43,8 @@ def test_search_json_schema(sample_repo: Path, cli) -> None:
     assert payload["query"] == "getUserById"
     assert payload["root"] == str(sample_repo.resolve())
     hit = payload["hits"][0]
-    assert set(hit) == {"location", "path", "start_line", "end_line", "score", "kind", "language", "snippet", "why"}
+    assert set(hit) == {"location", "path", "start_line", "end_line", "symbol", "score", "kind", "language", "snippet", "why"}
+    assert hit["symbol"] == "getUserById"
     assert (hit["path"], hit["start_line"], hit["kind"], hit["language"]) == ("src/web/handlers.ts", 2, "code", "typescript")
     assert hit["location"] == f"src/web/handlers.ts:2-{hit['end_line']}"
     assert hit["why"]["names"] == 1 and hit["why"]["definition"] == 1 + DEFAULT_PARAMS.definition_boost

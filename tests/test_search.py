@@ -182,3 +182,20 @@ def test_the_public_api_is_one_import(sample_repo: Path) -> None:
         by_arguments = index.search("charge_credit_card", k=3, kinds=["code"])
         assert by_request == by_arguments and by_request[0].path == "src/shop/payment.py"
         assert {h.kind.value for h in by_request} == {"code"}
+
+
+def test_a_hit_reports_the_definition_it_belongs_to_once(tmp_path: Path, open_index) -> None:
+    """A long function is cut into windows; whichever window matches, the hit is the function,
+    from the comment above it, named, and its other windows do not take more places."""
+    steps = "".join(f"    ledger.append(settle_invoice_line({i}, amount))\n" for i in range(150))
+    write_tree(tmp_path, {
+        "src/billing.py": f"import ledger\n\n# Settles every line of an invoice.\ndef settle_all(amount):\n{steps}    return ledger\n",
+        "src/other.py": "def unrelated():\n    return 1\n",
+    })
+    index = open_index(tmp_path)
+    index.refresh()
+    end = 4 + 150 + 1
+    hits = index.search("settle invoice line ledger amount", k=5, mode="keyword")
+    assert hits[0].path == "src/billing.py" and (hits[0].start_line, hits[0].end_line, hits[0].symbol) == (3, end, "settle_all")
+    assert sum(1 for h in hits if h.symbol == "settle_all") == 1  # its many windows make one hit
+    assert "settle_invoice_line" in hits[0].snippet

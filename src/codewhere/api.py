@@ -407,7 +407,7 @@ class Index:
         embedder = self.embedder()
         vector = embedder.embed_documents([source.embed_text])[0]
         found = [(cid, sim) for cid, sim in self.store.vector_search(vector, k + 1, Filters(repos=(self.store.repo,))) if cid != source.id][:k]
-        return engine.to_hits(self.reader, [Ranked(cid, sim, {"semantic": i}) for i, (cid, sim) in enumerate(found, 1)], ())
+        return engine.to_hits(self.reader, [Ranked(cid, sim, {"semantic": i}) for i, (cid, sim) in enumerate(found, 1)], (), k)
 
     # ---- graph questions -----------------------------------------------------------------
 

@@ -10,12 +10,12 @@ from dataclasses import replace
 
 from codewhere.defs import find_definitions
 from codewhere.tokens import compound
-from codewhere.types import Chunk, FileKind, FileRecord, Symbol
+from codewhere.types import Chunk, FileKind, FileRecord, Symbol, Unit
 
 CHUNKER_VERSION = "3"  # bump when embedding texts change: every vector is made again
 # bump when the cut or what is recorded beside the text changes (defined names, mentions, file
 # kinds): an index rewrites its files at its next refresh and keeps the vectors of unchanged texts
-RECORDS_VERSION = 6  # 6: lines over LONG_LINE_CHARS are cut; symbols sharing a chunked line are defined by it
+RECORDS_VERSION = 7  # 7: a symbol's chunks record their definition (Unit); 6: lines over LONG_LINE_CHARS are cut
 CHARS_PER_TOKEN = 4
 TARGET_TOKENS = 700
 OVERLAP_TOKENS = 80
@@ -177,9 +177,15 @@ def _window_chunks(record: FileRecord, lines: list[str], first: int, last: int) 
 
 
 def _chunk(record: FileRecord, start: int, end: int, body: str, embed_text: str,
-           defines: tuple[str, ...] = (), embed: bool = True, recipe: str = "window") -> Chunk:
+           defines: tuple[str, ...] = (), embed: bool = True, recipe: str = "window", unit: Unit | None = None) -> Chunk:
     return Chunk(record.path, start, end, body, embed_text, record.kind, record.language,
-                 content_hash(body, recipe), defines, embed)
+                 content_hash(body, recipe), defines, embed, unit=unit)
+
+
+def definition_unit(lines: list[str], symbol: Symbol, end: int) -> Unit:
+    """What a hit of `symbol`'s chunks reports: from the doc comment and decorators above it
+    to `end` (the symbol's last line; a class's head for its head chunk)."""
+    return Unit(_with_doc_above(lines, symbol.start_line), end, symbol.qualified_name)
 
 
 SPLIT_CHARS = 1500  # a longer function or method is cut into line windows of about this size (fitted on the dev split)
@@ -225,13 +231,14 @@ def symbol_chunks(record: FileRecord, text: str, symbols: tuple[Symbol, ...]) ->
         else:
             head_end, head, parts = end - start + 1, body, []
             stored = utf8_prefix(body, STORED_BYTES)
+        unit = definition_unit(lines, symbol, end)
         # the symbol's header names its kind and qualified name: part of the vector's key
         out.append(_chunk(record, start, start + head_end - 1, stored, symbol_embed_text(record.path, symbol, head),
-                          (symbol.name,), recipe=f"symbol:{symbol.kind}:{symbol.qualified_name}"))
+                          (symbol.name,), recipe=f"symbol:{symbol.kind}:{symbol.qualified_name}", unit=unit))
         for p_start, p_end, p_body in parts:
             out.append(_chunk(record, start + p_start - 1, start + p_end - 1, p_body,
                               f"{symbol_header(record.path, symbol)}\n{p_body}",
-                              recipe=f"part:{symbol.kind}:{symbol.qualified_name}"))
+                              recipe=f"part:{symbol.kind}:{symbol.qualified_name}", unit=unit))
         for line in range(start, min(end, len(lines)) + 1):
             covered[line] = True
     gap_start = None

@@ -29,8 +29,9 @@ Why = TypedDict("Why", {
 class HitOut(TypedDict):
     location: str
     path: str  # relative to the root, `/` separators
-    start_line: int
+    start_line: int  # the definition the hit belongs to, from its decorators and doc comment (or the window's lines)
     end_line: int
+    symbol: str  # that definition's qualified name (`Session.resolve_redirects`); "" for a window of no definition
     repo: NotRequired[str]  # only from a shared index
     kind: str  # code, test, docs or config
     language: str
@@ -96,7 +97,7 @@ def location(path: str, start: int, end: int | None = None, repo: str = "") -> s
 
 def hit(h: Hit, snippet: str | None = None) -> HitOut:
     out = HitOut(location=location(h.path, h.start_line, h.end_line, h.repo), path=h.path, start_line=h.start_line,
-                 end_line=h.end_line, kind=h.kind.value, language=h.language, score=h.score,
+                 end_line=h.end_line, symbol=h.symbol, kind=h.kind.value, language=h.language, score=h.score,
                  snippet=h.snippet if snippet is None else snippet, why=_why(h.why))
     if h.repo:
         out["repo"] = h.repo

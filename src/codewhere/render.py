@@ -27,12 +27,12 @@ def shown_path(path: str) -> str:
 
 
 def print_hits(console: Console, hits: list[Hit]) -> None:
-    """grep-like: `path:start-end  score  kind` (`repo:path:…` from a shared index), then the snippet indented."""
+    """grep-like: `path:start-end  score  kind  symbol` (`repo:path:…` from a shared index), then the snippet indented."""
     for hit in hits:
         repo = f"[bold cyan]{escape(hit.repo)}[/]:" if hit.repo else ""
         console.print(
             f"{repo}[bold magenta]{escape(shown_path(hit.path))}[/]:[green]{hit.start_line}-{hit.end_line}[/]"
-            f"  [dim]{hit.score:.4f}  {hit.kind.value}[/]",
+            f"  [dim]{hit.score:.4f}  {hit.kind.value}[/]" + (f"  {escape(hit.symbol)}" if hit.symbol else ""),
             highlight=False,
         )
         for line in hit.snippet.splitlines():

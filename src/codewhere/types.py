@@ -78,6 +78,15 @@ class Edge:
     line: int
 
 
+class Unit(NamedTuple):
+    """A definition as the answer unit: a function, method or class with its decorators and the
+    doc comment above it. A hit of any chunk of it (a long function's windows too) reports it."""
+
+    start_line: int
+    end_line: int
+    name: str  # qualified: `Session.resolve_redirects`
+
+
 @dataclass(frozen=True)
 class Chunk:
     """The unit of retrieval. Line numbers are 1-based and inclusive."""
@@ -93,6 +102,7 @@ class Chunk:
     defines: tuple[str, ...] = ()  # names this chunk defines (def/class/func ...), as written
     embed: bool = True  # False for chunks of only imports and assignments: keyword-searchable, not embedded
     mentions: tuple[str, ...] = ()  # documentation only: code names its prose names, where its evidence points
+    unit: Unit | None = None  # the definition this chunk belongs to: what a hit of it reports
 
 
 @dataclass(frozen=True)
@@ -150,6 +160,7 @@ class ChunkRow(NamedTuple):
     defines: tuple[str, ...] = ()  # compound names the chunk defines
     mentions: tuple[str, ...] = ()  # documentation: code names its prose mentions
     spelled: tuple[str, ...] = ()  # the names it defines as written (`Helpers`), beside `defines`
+    unit: Unit | None = None  # the definition it belongs to, if any
 
 
 @dataclass(frozen=True)
@@ -174,6 +185,7 @@ class Hit:
     snippet: str
     why: dict[str, object] = field(default_factory=dict)
     repo: str = ""
+    symbol: str = ""  # the definition the range is (`Session.resolve_redirects`); "" for a window of no definition
 
 
 @dataclass(frozen=True)

@@ -96,18 +96,24 @@ def _read(store: SearchReader, ranked: list[Ranked]) -> dict[int, ChunkRow]:
     return rows
 
 
-def to_hits(store: SearchReader, ranked: list[Ranked], terms: tuple[str, ...]) -> list[Hit]:
-    chunks = _read(store, ranked)
-    hits = []
+def to_hits(store: SearchReader, ranked: list[Ranked], terms: tuple[str, ...], k: int) -> list[Hit]:
+    """The first `k` answers: each chunk reports the definition it belongs to (a long function's
+    windows report the function), once; a chunk of no definition reports its own lines."""
+    rows = _read(store, ranked)
+    hits: list[Hit] = []
+    seen: set[tuple[str, str, int, int]] = set()
     for r in ranked:
-        chunk = chunks.get(r.chunk_id)
-        if chunk is None:  # deleted by a concurrent refresh between the two reads
+        row = rows.get(r.chunk_id)
+        if row is None:  # deleted by a concurrent refresh between the two reads
             continue
-        _, text = snippet(chunk.text, chunk.start_line, terms)
-        hits.append(
-            Hit(chunk.path, chunk.start_line, chunk.end_line, round(r.score, 6), chunk.kind, chunk.language, text, dict(r.why),
-                chunk.repo)
-        )
+        start, end, symbol = (row.unit.start_line, row.unit.end_line, row.unit.name) if row.unit else (row.start_line, row.end_line, "")
+        if (row.repo, row.path, start, end) in seen:
+            continue
+        seen.add((row.repo, row.path, start, end))
+        _, text = snippet(row.text, row.start_line, terms)
+        hits.append(Hit(row.path, start, end, round(r.score, 6), row.kind, row.language, text, dict(r.why), row.repo, symbol))
+        if len(hits) == k:
+            break
     return hits
 
 
@@ -117,7 +123,8 @@ def search(
     params: RankingParams = DEFAULT_PARAMS,
 ) -> list[Hit]:
     """`reranker` re-scores the best `rerank_top_n` candidates; if it has no scores, the fused order stands."""
-    depth = max(k, rerank_top_n) if reranker else k
+    # twice as deep as asked: several chunks of one definition make one hit
+    depth = 2 * (max(k, rerank_top_n) if reranker else k)
     if mode is Mode.KEYWORD:
         ranked = keyword_ranked(store, query, depth, filters, params)
     elif embedder is None:
@@ -128,7 +135,7 @@ def search(
         ranked = hybrid_ranked(store, embedder, query, depth, filters, disabled, params)
     if reranker is not None and ranked:
         ranked = _reranked(store, reranker, query, ranked, rerank_top_n)
-    return to_hits(store, ranked[:k], query.terms)
+    return to_hits(store, ranked, query.terms, k)
 
 
 def _reranked(store: SearchReader, reranker: PairScorer, query: Query, ranked: list[Ranked], top_n: int) -> list[Ranked]:

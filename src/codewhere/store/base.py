@@ -30,6 +30,7 @@ from codewhere.types import (
     SymbolRef,
     SymbolRow,
     TermQuery,
+    Unit,
 )
 
 
@@ -94,6 +95,15 @@ def split_definitions(joined: str | None) -> tuple[tuple[str, ...], tuple[str, .
         return (), ()
     parts = joined.split(DEFINITION_SEPARATOR)
     return tuple(parts[0::2]), tuple(parts[1::2])
+
+
+def unit_columns(unit: Unit | None) -> tuple[int | None, int | None, str | None]:
+    """A chunk's definition as the store's three columns (NULL: none)."""
+    return (unit.start_line, unit.end_line, unit.name) if unit else (None, None, None)
+
+
+def stored_unit(start: int | None, end: int | None, name: str | None) -> Unit | None:
+    return Unit(int(start), int(end), name or "") if start is not None and end is not None else None
 
 
 def smallest_chunk_by_line(chunks: Sequence[tuple[int, int, int]]) -> dict[int, int]:

@@ -46,6 +46,8 @@ from codewhere.store.base import (
     smallest_chunk_by_line,
     spelled_keys,
     split_definitions,
+    stored_unit,
+    unit_columns,
 )
 from codewhere.types import (
     Chunk,
@@ -162,6 +164,12 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE repos ADD COLUMN generation BIGINT NOT NULL DEFAULT 0;
     """,
+    # The definition each chunk belongs to (types.Unit), what a hit of it reports. Forgetting each
+    # repository's chunker version makes its next refresh write them (vectors are kept).
+    """
+    ALTER TABLE chunks ADD COLUMN unit_start INTEGER, ADD COLUMN unit_end INTEGER, ADD COLUMN unit_name TEXT;
+    DELETE FROM repo_meta WHERE key = 'chunker_version';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -170,7 +178,7 @@ _EDGE_SOURCES_SQL = edge_sources_sql("SELECT unnest(%(targets)s::bigint[])", "SE
 # a chunk as search reads it (types.ChunkRow), with its file id last
 _CHUNK_ROW_SQL = """SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, r.name, c.mentions,
                            (SELECT string_agg(d.name || %s || d.spelled, %s) FROM definitions d WHERE d.chunk_id = c.id),
-                           c.file_id
+                           c.unit_start, c.unit_end, c.unit_name, c.file_id
                     FROM chunks c JOIN files f ON f.id = c.file_id JOIN repos r ON r.id = f.repo_id"""
 _CHUNK_ROW_PARAMS = (DEFINITION_SEPARATOR, DEFINITION_SEPARATOR)
 _CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN symbols s ON s.id = e.target_id
@@ -178,10 +186,10 @@ _CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN 
 
 
 def _chunk_row(row: Sequence[Any]) -> ChunkRow:
-    cid, path, start, end, kind, language, text, repo, mentions, names, _ = row
+    cid, path, start, end, kind, language, text, repo, mentions, names, unit_start, unit_end, unit_name, _ = row
     defines, spelled = split_definitions(names)
     return ChunkRow(int(cid), path, start, end, FILE_KINDS[kind], language, text, repo, defines,
-                    tuple((mentions or "").split()), spelled)
+                    tuple((mentions or "").split()), spelled, stored_unit(unit_start, unit_end, unit_name))
 
 
 _SYMBOL_COLUMNS = """s.id, f.path, s.name, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature,
@@ -451,12 +459,13 @@ class PostgresStore:
             ids: list[int] = []
             if chunks:
                 cur.executemany(
-                    """INSERT INTO chunks(file_id, repo_id, start_line, end_line, content_hash, text, embed_text, mentions, fts)
-                       VALUES(%s, %s, %s, %s, %s, %s, %s, %s,
+                    """INSERT INTO chunks(file_id, repo_id, start_line, end_line, content_hash, text, embed_text, mentions,
+                                         unit_start, unit_end, unit_name, fts)
+                       VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
                          setweight(to_tsvector('simple', %s), 'B') || setweight(to_tsvector('simple', %s), 'A'))
                        RETURNING id""",
                     [(file_id, rid, c.start_line, c.end_line, c.content_hash, c.text, c.embed_text if c.embed else None,
-                      " ".join(c.mentions) or None, path_tokens, body_tokens)
+                      " ".join(c.mentions) or None, *unit_columns(c.unit), path_tokens, body_tokens)
                      for c, (path_tokens, body_tokens) in zip(chunks, fts_rows, strict=True)],
                     returning=True,
                 )

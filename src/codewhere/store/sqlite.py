@@ -40,6 +40,8 @@ from codewhere.store.base import (
     smallest_chunk_by_line,
     spelled_keys,
     split_definitions,
+    stored_unit,
+    unit_columns,
 )
 from codewhere.types import (
     Chunk,
@@ -60,7 +62,7 @@ from codewhere.types import (
 log = logging.getLogger(__name__)
 
 APPLICATION_ID = 0x63776872  # "cwhr": marks a SQLite file as a codewhere index
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 BUSY_TIMEOUT_MS = 10_000
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -82,7 +84,10 @@ CREATE TABLE chunks(
     content_hash TEXT NOT NULL,
     text TEXT NOT NULL,
     embed_text TEXT,  -- NULL: not embedded (imports and assignments only)
-    mentions TEXT  -- documentation: the code names its prose mentions, space-separated
+    mentions TEXT,  -- documentation: the code names its prose mentions, space-separated
+    unit_start INTEGER,  -- the definition the chunk belongs to (types.Unit): its lines and name; NULL: none
+    unit_end INTEGER,
+    unit_name TEXT
 );
 CREATE INDEX chunks_file ON chunks(file_id);
 CREATE INDEX chunks_hash ON chunks(content_hash);
@@ -236,7 +241,7 @@ def _filter_sql(filters: Filters, file_alias: str = "f", repo: str = "") -> tupl
 
 _CANDIDATE_SQL = f"""SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, c.mentions,
                             (SELECT group_concat(d.name || {_SEP} || d.spelled, {_SEP}) FROM definitions d
-                             WHERE d.chunk_id = c.id), c.file_id
+                             WHERE d.chunk_id = c.id), c.unit_start, c.unit_end, c.unit_name, c.file_id
                      FROM chunks c JOIN files f ON f.id = c.file_id"""
 _CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN symbols s ON s.id = e.target_id
                        WHERE e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id != e.chunk_id"""
@@ -246,10 +251,10 @@ _FILE_CHUNKS_SQL = """SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id)
 
 def _chunk_row(row: Sequence[Any]) -> ChunkRow:
     """A row of _CANDIDATE_SQL, without its file id."""
-    cid, path, start, end, kind, language, text, mentions, names = row
+    cid, path, start, end, kind, language, text, mentions, names, unit_start, unit_end, unit_name = row
     defines, spelled = split_definitions(names)
     return ChunkRow(cid, path, start, end, FILE_KINDS[kind], language, text, "", defines,
-                        tuple((mentions or "").split()), spelled)
+                    tuple((mentions or "").split()), spelled, stored_unit(unit_start, unit_end, unit_name))
 
 
 @_apsw_errors_mapped
@@ -509,10 +514,11 @@ class SqliteStore:
         ids: list[int] = []
         for chunk, (path_tokens, body_tokens) in zip(chunks, fts_rows, strict=True):
             chunk_id = self._db.execute(
-                """INSERT INTO chunks(file_id, start_line, end_line, content_hash, text, embed_text, mentions)
-                   VALUES(?,?,?,?,?,?,?) RETURNING id""",
+                """INSERT INTO chunks(file_id, start_line, end_line, content_hash, text, embed_text, mentions,
+                                      unit_start, unit_end, unit_name)
+                   VALUES(?,?,?,?,?,?,?,?,?,?) RETURNING id""",
                 (file_id, chunk.start_line, chunk.end_line, chunk.content_hash, chunk.text,
-                 chunk.embed_text if chunk.embed else None, " ".join(chunk.mentions) or None),
+                 chunk.embed_text if chunk.embed else None, " ".join(chunk.mentions) or None, *unit_columns(chunk.unit)),
             ).get
             self._db.execute(
                 "INSERT INTO chunks_fts(rowid, path, body) VALUES(?, ?, ?)", (chunk_id, path_tokens, body_tokens)
