@@ -10,6 +10,10 @@ function* when it is in the gold file and its range holds the function's first l
 the gold file. Reported per method: function-level top 1 / 5 / 10 and MRR@10, inside top 5 and
 file top 5, over all questions and per language.
 
+`--with-spans` adds semble's queries whose targets carry line spans (the first span is the gold);
+`--with-study` adds the requests study's twelve questions, each gold definition found again by
+name at semble's pinned revision of requests.
+
 Methods are `codewhere eval --modes` columns (hybrid, fusion, -SIGNAL, keyword: BM25 over the
 symbol chunks, one per function or method) and, with `--peer semble`, semble 0.7.0 with the same
 model, in the same run.
@@ -34,8 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from codewhere.api import Index, eval_method, eval_mode  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.embed.registry import ensure_default_model  # noqa: E402
+from codewhere.evaluate import load_query_file  # noqa: E402
+from codewhere.languages import language_of  # noqa: E402
+from codewhere.parse import parse  # noqa: E402
 from codewhere.search.params import DEFAULT_PARAMS, RankingParams  # noqa: E402
 from codewhere.types import Hit  # noqa: E402
+from mine_functions import show_file  # noqa: E402
 from semble_bench import SHARED, indexed_root, mirror_for, semble_engine  # noqa: E402
 from splits import SPLITS  # noqa: E402
 
@@ -45,6 +53,7 @@ DEPTH = 10
 @dataclass(frozen=True)
 class Outcome:
     language: str
+    set: str  # commits (mined), semble-spans or study
     function_rank: int | None  # 1-based rank of the first hit that finds the function
     inside_rank: int | None
     file_rank: int | None
@@ -70,6 +79,38 @@ def codewhere_engine(cache: Path, models: Path, method: str, ranking: RankingPar
     return build, search
 
 
+STUDY = Path(__file__).resolve().parents[2] / "shared" / "bench" / "requests-seed.json"
+
+
+def span_questions(spec: dict[str, str]) -> list[dict]:
+    """semble's queries of this repository whose first target carries a line span, its path
+    relative to the benchmark root (where hits are)."""
+    root = (spec.get("benchmark_root") or "").rstrip("/")
+    out = []
+    for q in load_query_file(SHARED / "annotations" / f"{spec['name']}.json").queries:
+        span = next((t for t in q.targets if t.has_span), None)
+        if span is not None:
+            path = span.path[len(root) + 1:] if root and span.path.startswith(f"{root}/") else span.path  # as indexed
+            out.append({"repo": spec["name"], "language": spec["language"], "query": q.query, "path": path,
+                        "line": span.start_line, "end_line": span.end_line, "set": "semble-spans"})
+    return out
+
+
+def study_questions(spec: dict[str, str], mirror: Path) -> list[dict]:
+    """The requests study's questions, each definition looked up by name at the pinned revision."""
+    root = (spec.get("benchmark_root") or "").rstrip("/")
+    out = []
+    for q in json.loads(STUDY.read_text())["queries"]:
+        text = show_file(mirror, spec["revision"], q["path"])
+        parsed = parse(language_of(q["path"]), text) if text is not None else None
+        found = [s for s in (parsed.symbols if parsed else []) if s.name == q["symbol"]]
+        if len(found) == 1 and q["path"].startswith(f"{root}/"):
+            out.append({"repo": spec["name"], "language": spec["language"], "query": q["q"],
+                        "path": q["path"][len(root) + 1:], "line": found[0].start_line, "end_line": found[0].end_line,
+                        "set": "study"})
+    return out
+
+
 def judge(hits: list[Hit], question: dict, ms: float) -> Outcome:
     path, line, end = question["path"], question["line"], question["end_line"]
 
@@ -77,7 +118,7 @@ def judge(hits: list[Hit], question: dict, ms: float) -> Outcome:
         return next((rank for rank, h in enumerate(hits[:DEPTH], start=1) if found(h)), None)
 
     return Outcome(
-        question["language"],
+        question["language"], question.get("set", "commits"),
         first(lambda h: h.path == path and h.start_line <= line <= h.end_line),
         first(lambda h: h.path == path and h.start_line <= end and h.end_line >= line),
         first(lambda h: h.path == path),
@@ -114,13 +155,22 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a ranking parameter")
     parser.add_argument("--json", metavar="FILE", help="write the summary and every outcome as JSON")
     parser.add_argument("--index-cache", type=Path, metavar="DIR", help="keep codewhere's indexes here between runs")
+    parser.add_argument("--with-spans", action="store_true", help="add semble's queries with line-span targets")
+    parser.add_argument("--with-study", action="store_true", help="add the requests study (on the repository requests)")
     args = parser.parse_args()
     ranking = DEFAULT_PARAMS.with_values(dict(item.split("=", 1) for item in args.set))
     questions: dict[str, list[dict]] = defaultdict(list)
     for q in json.loads(Path(args.queries).read_text()):
         questions[q["repo"]].append(q)
     wanted = set(args.repo) | (set(SPLITS[args.split]) if args.split else set())
-    specs = [s for s in json.loads((SHARED / "repos.json").read_text()) if s["name"] in questions and (not wanted or s["name"] in wanted)]
+    all_specs = [s for s in json.loads((SHARED / "repos.json").read_text()) if not wanted or s["name"] in wanted]
+    for spec in all_specs:
+        if args.with_spans:
+            questions[spec["name"]].extend(span_questions(spec))
+        mirror = mirror_for(spec["url"], Path(args.mirrors))
+        if args.with_study and spec["name"] == "requests" and mirror is not None:
+            questions[spec["name"]].extend(study_questions(spec, mirror))
+    specs = [s for s in all_specs if questions.get(s["name"])]
 
     work = Path(tempfile.mkdtemp(prefix="function-bench-"))
     models = Settings.from_env().model_cache
@@ -150,10 +200,13 @@ def main() -> None:
     report: dict[str, object] = {}
     for name, found in outcomes.items():
         by_language: dict[str, list[Outcome]] = defaultdict(list)
+        by_set: dict[str, list[Outcome]] = defaultdict(list)
         for o in found:
             by_language[o.language].append(o)
-        report[name] = {"all": summary(found), "by_language": {lang: summary(os_) for lang, os_ in sorted(by_language.items())}}
-    print(json.dumps({name: r["all"] for name, r in report.items()}, indent=1))  # type: ignore[index]
+            by_set[o.set].append(o)
+        report[name] = {"all": summary(found), "by_set": {s: summary(os_) for s, os_ in sorted(by_set.items())},
+                        "by_language": {lang: summary(os_) for lang, os_ in sorted(by_language.items())}}
+    print(json.dumps({name: r["by_set"] for name, r in report.items()}, indent=1))  # type: ignore[index]
     if args.json:
         Path(args.json).write_text(json.dumps({"summary": report, "per_repo": per_repo}, indent=1))
 

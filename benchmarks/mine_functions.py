@@ -132,7 +132,7 @@ def _source(path: str) -> tuple[str, bool]:
     return language, bool(language) and has_grammar(language) and kind_of(path, language) is FileKind.CODE
 
 
-def _show(mirror: Path, revision: str, path: str) -> str | None:
+def show_file(mirror: Path, revision: str, path: str) -> str | None:
     shown = subprocess.run(["git", "-C", str(mirror), "show", f"{revision}:{path}"], capture_output=True)
     return shown.stdout.decode("utf-8", "replace") if shown.returncode == 0 else None
 
@@ -181,12 +181,12 @@ def mine_repo(spec: dict[str, str], mirror: Path, per_repo: int, scan: int) -> l
             continue
         path = sources[0]
         subject = clean_subject(_subject(mirror, change))
-        text = _show(mirror, change.commit, path)
+        text = show_file(mirror, change.commit, path)
         parsed = parse(language_of(path), text) if text is not None else None
         changed = _innermost(parsed.symbols, change.files[path]) if parsed else None
         if changed is None or (path, changed.qualified_name) in found or not describes_behaviour(subject, changed.qualified_name):
             continue
-        now = _show(mirror, spec["revision"], path)
+        now = show_file(mirror, spec["revision"], path)
         at_snapshot = parse(language_of(path), now) if now is not None else None
         same = [s for s in (at_snapshot.symbols if at_snapshot else []) if s.qualified_name == changed.qualified_name
                 and s.kind in FUNCTION_KINDS]
