@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -72,6 +72,7 @@ def edge_sources_sql(targets: str, kinds: str) -> str:
                ORDER BY f.path, e.line"""
 
 
+K = TypeVar("K")
 FILE_KINDS: dict[str, FileKind] = {kind.value: kind for kind in FileKind}  # faster than FileKind(value) per row
 DEFINITION_SEPARATOR = "\x1f"  # between the (compound, as written) names of a chunk's definitions, read in one column
 
@@ -95,6 +96,27 @@ def split_definitions(joined: str | None) -> tuple[tuple[str, ...], tuple[str, .
         return (), ()
     parts = joined.split(DEFINITION_SEPARATOR)
     return tuple(parts[0::2]), tuple(parts[1::2])
+
+
+CHUNK_ROW_COLUMNS = """c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, {repo}, c.mentions,
+                       {definitions}, c.unit_start, c.unit_end, c.unit_name, c.file_id"""
+
+
+def chunk_row(row: Sequence[Any]) -> ChunkRow:
+    """A row of CHUNK_ROW_COLUMNS (each store fills in how it reads the repository's name and the
+    joined definitions); its last column, the file id, is left out."""
+    cid, path, start, end, kind, language, text, repo, mentions, names, unit_start, unit_end, unit_name = row[:13]
+    defines, spelled = split_definitions(names)
+    return ChunkRow(int(cid), path, start, end, FILE_KINDS[kind], language, text, repo, defines,
+                    tuple((mentions or "").split()), spelled, stored_unit(unit_start, unit_end, unit_name))
+
+
+def grouped(pairs: Iterable[tuple[K, Any]]) -> dict[K, list[int]]:
+    """(key, id) rows → each key's ids, in row order."""
+    out: dict[K, list[int]] = {}
+    for key, value in pairs:
+        out.setdefault(key, []).append(int(value))
+    return out
 
 
 def unit_columns(unit: Unit | None) -> tuple[int | None, int | None, str | None]:

@@ -35,18 +35,18 @@ from codewhere.errors import (
     QueryInterrupted,
 )
 from codewhere.store.base import (
+    CHUNK_ROW_COLUMNS,
     DEFINITION_SEPARATOR,
-    FILE_KINDS,
     ChunkAt,
     FileState,
     StoreStats,
+    chunk_row,
     definition_rows,
     edge_sources_sql,
+    grouped,
     like_escape,
     smallest_chunk_by_line,
     spelled_keys,
-    split_definitions,
-    stored_unit,
     unit_columns,
 )
 from codewhere.types import (
@@ -176,20 +176,12 @@ SCHEMA_VERSION = len(MIGRATIONS)
 _EDGE_SOURCES_SQL = edge_sources_sql("SELECT unnest(%(targets)s::bigint[])", "SELECT unnest(%(kinds)s::text[])")
 
 # a chunk as search reads it (types.ChunkRow), with its file id last
-_CHUNK_ROW_SQL = """SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, r.name, c.mentions,
-                           (SELECT string_agg(d.name || %s || d.spelled, %s) FROM definitions d WHERE d.chunk_id = c.id),
-                           c.unit_start, c.unit_end, c.unit_name, c.file_id
-                    FROM chunks c JOIN files f ON f.id = c.file_id JOIN repos r ON r.id = f.repo_id"""
+_CHUNK_ROW_SQL = "SELECT " + CHUNK_ROW_COLUMNS.format(
+    repo="r.name", definitions="(SELECT string_agg(d.name || %s || d.spelled, %s) FROM definitions d WHERE d.chunk_id = c.id)",
+) + " FROM chunks c JOIN files f ON f.id = c.file_id JOIN repos r ON r.id = f.repo_id"
 _CHUNK_ROW_PARAMS = (DEFINITION_SEPARATOR, DEFINITION_SEPARATOR)
 _CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN symbols s ON s.id = e.target_id
                        WHERE e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id <> e.chunk_id"""
-
-
-def _chunk_row(row: Sequence[Any]) -> ChunkRow:
-    cid, path, start, end, kind, language, text, repo, mentions, names, unit_start, unit_end, unit_name, _ = row
-    defines, spelled = split_definitions(names)
-    return ChunkRow(int(cid), path, start, end, FILE_KINDS[kind], language, text, repo, defines,
-                    tuple((mentions or "").split()), spelled, stored_unit(unit_start, unit_end, unit_name))
 
 
 _SYMBOL_COLUMNS = """s.id, f.path, s.name, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature,
@@ -745,7 +737,7 @@ class PostgresStore:
             return {}
         where, params = self._filter(filters)
         rows = self._db.execute(f"{_CHUNK_ROW_SQL} WHERE c.id = ANY(%s) {where}", (*_CHUNK_ROW_PARAMS, list(ids), *params))
-        return {int(row[0]): _chunk_row(row) for row in rows}
+        return {int(row[0]): chunk_row(row) for row in rows}
 
     # ---- what a warm reader reads (store/warm.py): every repository's chunks ----------------
 
@@ -766,22 +758,15 @@ class PostgresStore:
     def rows_of_files(self, file_ids: Sequence[int] | None) -> Iterator[tuple[int, ChunkRow]]:
         where, params = ("", ()) if file_ids is None else ("WHERE c.file_id = ANY(%s)", (list(file_ids),))
         for row in self._db.execute(f"{_CHUNK_ROW_SQL} {where}", (*_CHUNK_ROW_PARAMS, *params)):
-            yield int(row[-1]), _chunk_row(row)
+            yield int(row[-1]), chunk_row(row)
 
     def call_targets(self) -> dict[int, list[int]]:
-        out: dict[int, list[int]] = {}
-        for source, target in self._db.execute(f"{_CALL_TARGETS_SQL}"):
-            out.setdefault(int(source), []).append(int(target))
-        return out
+        return grouped(self._db.execute(_CALL_TARGETS_SQL))
 
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
         if not chunk_ids:
             return {}
-        rows = self._db.execute(f"{_CALL_TARGETS_SQL} AND e.chunk_id = ANY(%s)", (list(chunk_ids),))
-        out: dict[int, list[int]] = {}
-        for source, target in rows:
-            out.setdefault(int(source), []).append(int(target))
-        return out
+        return grouped(self._db.execute(f"{_CALL_TARGETS_SQL} AND e.chunk_id = ANY(%s)", (list(chunk_ids),)))
 
     def chunks_defining_names(
         self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()
@@ -796,10 +781,7 @@ class PostgresStore:
                 JOIN files f ON f.id = c.file_id WHERE d.name = ANY(%s) {exact} {where} ORDER BY c.id""",
             (list(names), *([keys, list(spelled)] if keys else []), *params),
         )
-        out: dict[str, list[int]] = {}
-        for name, cid in rows:
-            out.setdefault(name, []).append(int(cid))
-        return out
+        return grouped(rows)
 
     def chunk_at(self, path: str, line: int) -> ChunkAt | None:
         row = self._db.execute(

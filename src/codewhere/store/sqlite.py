@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import apsw
 import numpy as np
@@ -29,18 +29,18 @@ from codewhere.errors import (
 )
 from codewhere.locks import index_writer_lock
 from codewhere.store.base import (
+    CHUNK_ROW_COLUMNS,
     DEFINITION_SEPARATOR,
-    FILE_KINDS,
     ChunkAt,
     FileState,
     StoreStats,
+    chunk_row,
     definition_rows,
     edge_sources_sql,
+    grouped,
     like_escape,
     smallest_chunk_by_line,
     spelled_keys,
-    split_definitions,
-    stored_unit,
     unit_columns,
 )
 from codewhere.types import (
@@ -239,22 +239,13 @@ def _filter_sql(filters: Filters, file_alias: str = "f", repo: str = "") -> tupl
 
 
 
-_CANDIDATE_SQL = f"""SELECT c.id, f.path, c.start_line, c.end_line, f.kind, f.language, c.text, c.mentions,
-                            (SELECT group_concat(d.name || {_SEP} || d.spelled, {_SEP}) FROM definitions d
-                             WHERE d.chunk_id = c.id), c.unit_start, c.unit_end, c.unit_name, c.file_id
-                     FROM chunks c JOIN files f ON f.id = c.file_id"""
+_CANDIDATE_SQL = "SELECT " + CHUNK_ROW_COLUMNS.format(  # one folder: no repository name
+    repo="''", definitions=f"(SELECT group_concat(d.name || {_SEP} || d.spelled, {_SEP}) FROM definitions d WHERE d.chunk_id = c.id)",
+) + " FROM chunks c JOIN files f ON f.id = c.file_id"
 _CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN symbols s ON s.id = e.target_id
                        WHERE e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id != e.chunk_id"""
 _FILE_CHUNKS_SQL = """SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id), max(c.id)
                        FROM files f JOIN chunks c ON c.file_id = f.id GROUP BY f.id"""
-
-
-def _chunk_row(row: Sequence[Any]) -> ChunkRow:
-    """A row of _CANDIDATE_SQL, without its file id."""
-    cid, path, start, end, kind, language, text, mentions, names, unit_start, unit_end, unit_name = row
-    defines, spelled = split_definitions(names)
-    return ChunkRow(cid, path, start, end, FILE_KINDS[kind], language, text, "", defines,
-                    tuple((mentions or "").split()), spelled, stored_unit(unit_start, unit_end, unit_name))
 
 
 @_apsw_errors_mapped
@@ -785,13 +776,10 @@ class SqliteStore:
                        for part in (file_ids[i : i + 500] for i in range(0, len(file_ids), 500))]
         for sql, params in batches:
             for row in self._db.execute(sql, params):
-                yield row[-1], _chunk_row(row[:-1])
+                yield row[-1], chunk_row(row)
 
     def call_targets(self) -> dict[int, list[int]]:
-        out: dict[int, list[int]] = {}
-        for source, target in self._db.execute(_CALL_TARGETS_SQL):
-            out.setdefault(source, []).append(target)
-        return out
+        return grouped(self._db.execute(_CALL_TARGETS_SQL))
 
     def chunk_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, ChunkRow]:
         """The chunks the filters let through, with the names they define and mention."""
@@ -802,20 +790,16 @@ class SqliteStore:
         for start in range(0, len(ids), 500):
             part = ids[start : start + 500]
             rows = self._db.execute(f"{_CANDIDATE_SQL} WHERE c.id IN ({','.join('?' * len(part))}){where}", (*part, *params))
-            out.update((row[0], _chunk_row(row[:-1])) for row in rows)
+            out.update((row[0], chunk_row(row)) for row in rows)
         return out
 
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
         """For each chunk, the chunks holding the definitions its resolved calls point at."""
         if not chunk_ids:
             return {}
-        rows = self._db.execute(
+        return grouped(self._db.execute(
             f"{_CALL_TARGETS_SQL} AND e.chunk_id IN ({','.join('?' * len(chunk_ids))})", list(chunk_ids)
-        )
-        out: dict[int, list[int]] = {}
-        for source, target in rows:
-            out.setdefault(source, []).append(target)
-        return out
+        ))
 
     def chunks_defining_names(
         self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()
@@ -835,10 +819,7 @@ class SqliteStore:
                 ORDER BY c.id""",
             (*names, *exact_params, *params),
         )
-        out: dict[str, list[int]] = {}
-        for name, cid in rows:
-            out.setdefault(name, []).append(cid)
-        return out
+        return grouped(rows)
 
     def chunk_at(self, path: str, line: int) -> ChunkAt | None:
         """The smallest chunk of `path` whose lines hold `line`."""
