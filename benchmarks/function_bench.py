@@ -35,16 +35,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from codewhere.api import Index, eval_method, eval_mode  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.embed.registry import ensure_default_model  # noqa: E402
 from codewhere.evaluate import load_query_file  # noqa: E402
 from codewhere.languages import language_of  # noqa: E402
 from codewhere.parse import parse  # noqa: E402
-from codewhere.search.params import DEFAULT_PARAMS, RankingParams  # noqa: E402
+from codewhere.search.params import DEFAULT_PARAMS  # noqa: E402
 from codewhere.types import Hit  # noqa: E402
 from mine_functions import show_file  # noqa: E402
-from semble_bench import SHARED, indexed_root, mirror_for, semble_engine  # noqa: E402
+from semble_bench import SHARED, codewhere_engine, indexed_root, mirror_for, semble_engine  # noqa: E402
 from splits import SPLITS  # noqa: E402
 
 DEPTH = 10
@@ -58,25 +57,6 @@ class Outcome:
     inside_rank: int | None
     file_rank: int | None
     ms: float
-
-
-def codewhere_engine(cache: Path, models: Path, method: str, ranking: RankingParams) -> tuple[Callable, Callable]:
-    """`method` as in `codewhere eval --modes`; indexes are kept in `cache` and refreshed, so a
-    second run (another parameter set) only asks."""
-    name, disabled = eval_method(method)
-    opened: dict[Path, Index] = {}
-
-    def build(root: Path) -> tuple[Index, None]:
-        if root not in opened:
-            opened[root] = Index.open(root, settings=Settings(cache_dir=cache, models_dir=models), warm=True)
-            opened[root].refresh()
-            opened[root].ranking = ranking
-        return opened[root], None
-
-    def search(index: Index, query: str) -> list[Hit]:
-        return index.search(query, k=DEPTH, mode=eval_mode(name), disabled_signals=disabled)
-
-    return build, search
 
 
 STUDY = Path(__file__).resolve().parents[2] / "shared" / "bench" / "requests-seed.json"
@@ -177,7 +157,8 @@ def main() -> None:
     model_folder = ensure_default_model(models)
     os.environ["SEMBLE_CACHE_LOCATION"] = str(work / "semble-cache")
     cache = args.index_cache or work / "codewhere-cache"
-    engines = {method: codewhere_engine(cache, models, method, ranking) for method in args.methods.split(",") if method}
+    cold = args.index_cache is None
+    engines = {method: codewhere_engine(cache, models, method, ranking, cold) for method in args.methods.split(",") if method}
     if args.peer == "semble":
         engines["semble"] = semble_engine(model_folder)
     outcomes: dict[str, list[Outcome]] = {name: [] for name in engines}

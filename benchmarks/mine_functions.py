@@ -126,10 +126,10 @@ def _subject(mirror: Path, change: _Change) -> str:
     return next((line.strip() for line in body.splitlines() if line.strip()), "")
 
 
-def _source(path: str) -> tuple[str, bool]:
-    """(language, whether a change to it counts: code in a language with a grammar)."""
+def _counts(path: str) -> bool:
+    """A change to this file counts: code (not a test) in a language with a grammar."""
     language = language_of(path)
-    return language, bool(language) and has_grammar(language) and kind_of(path, language) is FileKind.CODE
+    return bool(language) and has_grammar(language) and kind_of(path, language) is FileKind.CODE
 
 
 def show_file(mirror: Path, revision: str, path: str) -> str | None:
@@ -176,7 +176,7 @@ def mine_repo(spec: dict[str, str], mirror: Path, per_repo: int, scan: int) -> l
     prefix = f"{root.rstrip('/')}/" if root else ""
     found: dict[tuple[str, str], FunctionQuery] = {}
     for change in _history(mirror, spec["revision"], root, scan):
-        sources = [p for p in change.files if _source(p)[1]]
+        sources = [p for p in change.files if _counts(p)]
         if len(sources) != 1 or not sources[0].startswith(prefix) or not change.files[sources[0]]:
             continue
         path = sources[0]

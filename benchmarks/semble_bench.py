@@ -99,16 +99,18 @@ def evaluate_engine(
 
 
 def codewhere_engine(
-    cache: Path, models: Path, method: str = "hybrid", ranking: RankingParams = DEFAULT_PARAMS
+    cache: Path, models: Path, method: str = "hybrid", ranking: RankingParams = DEFAULT_PARAMS, cold: bool = True
 ) -> tuple[Callable, Callable]:
-    """`method` as in `codewhere eval --modes`: hybrid, fusion, -SIGNAL, +SIGNAL."""
+    """`method` as in `codewhere eval --modes`: hybrid, fusion, -SIGNAL, +SIGNAL. `cold`: each
+    repository indexed from nothing (its index time is measured); otherwise an index left in
+    `cache` by an earlier run is refreshed and reused."""
     name, disabled = eval_method(method)
-    built: dict[Path, tuple[Index, list]] = {}
+    built: dict[Path, tuple[Index, IndexedSpans]] = {}
 
     def build(root: Path):
         if root not in built:  # several methods share one index of a repo
-            index = Index.open(root, settings=Settings(cache_dir=cache, models_dir=models), rebuild=True, warm=True)
-            index.refresh(rebuild=True)
+            index = Index.open(root, settings=Settings(cache_dir=cache, models_dir=models), rebuild=cold, warm=True)
+            index.refresh(rebuild=cold)
             index.ranking = ranking
             built[root] = (index, IndexedSpans(index.store.chunk_spans(Filters())))
         return built[root]

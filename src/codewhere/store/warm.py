@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -141,8 +140,7 @@ class WarmReader:
         """Reread the chunks of the files that changed since `warm` was read, and every call
         target (resolution moves them in unchanged files); False past the limits."""
         store = self.store
-        snapshot: AbstractContextManager[None] = store.read_snapshot()
-        with snapshot:
+        with store.read_snapshot():
             meta = store.meta()
             # a new chunker re-chunks every file, a rebuild makes a new index: perhaps into the same ids
             chunker = f"{meta.get('chunker_version')}@{meta.get('created_at')}"
