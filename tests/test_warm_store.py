@@ -49,12 +49,15 @@ def test_kept_chunks_read_the_same_as_the_store(sample_repo: Path, open_index) -
     assert from_memory == from_store
 
 
-def test_a_one_shot_index_keeps_nothing(sample_repo: Path, open_sqlite_index) -> None:
-    index = open_sqlite_index(sample_repo, embedder=FakeEmbedder())
+def test_a_one_shot_index_keeps_nothing_and_answers_as_a_warm_one(sample_repo: Path, open_sqlite_index, tmp_path: Path) -> None:
+    index_file = tmp_path / "index.sqlite"
+    index = open_sqlite_index(sample_repo, index_path=index_file, embedder=FakeEmbedder())
     index.refresh()
-    for _ in range(3):
-        index.search("cart total")
+    warm_index = open_sqlite_index(sample_repo, index_path=index_file, embedder=FakeEmbedder(), warm=True)
+    for query in ("cart total", "charge a credit card", "refund_payment"):
+        assert index.search(query) == warm_index.search(query)
     assert index.reader is index.store  # a `codewhere search` never pays the load
+    assert _reader(warm_index).chunks() is not None
 
 
 def test_filters_still_apply_to_kept_chunks(sample_repo: Path, open_index) -> None:

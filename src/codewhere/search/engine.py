@@ -99,21 +99,24 @@ def _read(store: SearchReader, ranked: list[Ranked]) -> dict[int, ChunkRow]:
 def to_hits(store: SearchReader, ranked: list[Ranked], terms: tuple[str, ...], k: int) -> list[Hit]:
     """The first `k` answers: each chunk reports the definition it belongs to (a long function's
     windows report the function), once; a chunk of no definition reports its own lines."""
-    rows = _read(store, ranked)
     hits: list[Hit] = []
     seen: set[tuple[str, str, int, int]] = set()
-    for r in ranked:
-        row = rows.get(r.chunk_id)
-        if row is None:  # deleted by a concurrent refresh between the two reads
-            continue
-        start, end, symbol = (row.unit.start_line, row.unit.end_line, row.unit.name) if row.unit else (row.start_line, row.end_line, "")
-        if (row.repo, row.path, start, end) in seen:
-            continue
-        seen.add((row.repo, row.path, start, end))
-        _, text = snippet(row.text, row.start_line, terms)
-        hits.append(Hit(row.path, start, end, round(r.score, 6), row.kind, row.language, text, dict(r.why), row.repo, symbol))
-        if len(hits) == k:
-            break
+    for first in range(0, len(ranked), k):  # rows are read k at a time: the next k only if definitions repeated
+        part = ranked[first : first + k]
+        rows = _read(store, part)
+        for r in part:
+            row = rows.get(r.chunk_id)
+            if row is None:  # deleted by a concurrent refresh between the two reads
+                continue
+            unit = row.unit
+            start, end, symbol = (unit.start_line, unit.end_line, unit.name) if unit else (row.start_line, row.end_line, "")
+            if (row.repo, row.path, start, end) in seen:
+                continue
+            seen.add((row.repo, row.path, start, end))
+            _, text = snippet(row.text, row.start_line, terms)
+            hits.append(Hit(row.path, start, end, round(r.score, 6), row.kind, row.language, text, dict(r.why), row.repo, symbol))
+            if len(hits) == k:
+                return hits
     return hits
 
 
