@@ -15,16 +15,18 @@ from codewhere.search.ranking.path import named_in, path_factor
 from codewhere.search.ranking.size import size_factor
 from codewhere.search.ranking.words import file_named_after
 from codewhere.tokens import compound
-from codewhere.types import ChunkRow, FileKind, Ranked
+from codewhere.types import ChunkRow, FileKind, Ranked, Unit
 
 ANY_QUERY = parse_query("")  # for the signals that read only the candidates
 
 
 def cand(cid: int, score: float, path: str = "src/a.py", kind: FileKind = FileKind.CODE, head: str = "",
-         defines: tuple[str, ...] = (), why: Mapping[str, object] | None = None) -> Ranked:
-    """A fused candidate. `defines`: names as written, as the store keeps them beside their compound form."""
+         defines: tuple[str, ...] = (), why: Mapping[str, object] | None = None, unit: str | None = None) -> Ranked:
+    """A fused candidate. `defines`: names as written, as the store keeps them beside their compound form;
+    `unit`: the name of the definition it belongs to (none: a chunk of no definition)."""
     lines = head.count("\n") + (0 if head.endswith("\n") else 1)
-    row = ChunkRow(cid, path, 1, lines, kind, "python", head, "", tuple(compound(n) for n in defines), spelled=defines)
+    row = ChunkRow(cid, path, 1, lines, kind, "python", head, "", tuple(compound(n) for n in defines), spelled=defines,
+                   unit=None if unit is None else Unit(10 * cid, 10 * cid + 5, unit))
     return Ranked(cid, score, why or {}, row)
 
 
@@ -333,14 +335,16 @@ def test_all_signals_in_one_pass_equal_each_signal_in_turn(query: str) -> None:
     for _ in range(50):
         candidates, evidence, outside = _random_candidates(rng)
         fetch = lambda wanted: {cid: outside[cid] for cid in wanted if cid in outside}  # noqa: E731
-        one_pass = run(candidates, shape, *ranking.SIGNALS, evidence=evidence, fetch=fetch)
+        # `function` reads the scores from before the file-level lifts: it has no form that runs after them
+        signals = [name for name in ranking.SIGNALS if name != "function"]
+        one_pass = run(candidates, shape, *signals, evidence=evidence, fetch=fetch)
         turn = run(run(candidates, shape, "definition"), shape, "evidence", evidence=evidence, fetch=fetch)
         for signal in ("kind-prior", "signature", "path", "size", "folder", "coherence"):
             turn = run(turn, shape, signal)
         assert ids(one_pass) == ids(turn)
         assert [c.score for c in one_pass] == pytest.approx([c.score for c in turn], rel=1e-12)
         assert [c.why for c in one_pass] == [c.why for c in turn]
-        assert run(candidates, shape, *ranking.SIGNALS, evidence=evidence, fetch=fetch, limit=3) == one_pass[:3]
+        assert run(candidates, shape, *signals, evidence=evidence, fetch=fetch, limit=3) == one_pass[:3]
 
 
 def test_coherence_lifts_only_the_files_defining_a_typed_name() -> None:
@@ -374,3 +378,43 @@ def test_ranking_parameters_load_from_toml_and_refuse_unknown_names(tmp_path) ->
         P.with_values({"nope": 1})
     with pytest.raises(AttributeError):
         P.path_weight = 1.0  # type: ignore[misc]  # frozen: a set of numbers is never changed in place
+
+
+def test_function_fills_a_files_places_with_a_definition_before_a_chunk_of_none() -> None:
+    """The imports at the top of `client.py` match the question's words best; the function below
+    them is the answer. The file keeps its places and scores; the function takes the first."""
+    imports = cand(1, 0.030, "src/client.py")
+    request = cand(2, 0.024, "src/client.py", unit="Client.request")
+    other = cand(3, 0.026, "src/proxy.py", unit="bypass")
+    without = run([imports, request, other], "send the request", "coherence")
+    with_it = run([imports, request, other], "send the request", "coherence", "function")
+    assert ids(without) == [1, 3, 2] and ids(with_it) == [2, 3, 1]
+    assert [c.score for c in with_it] == [c.score for c in without]  # the same places, filled otherwise
+    assert with_it[0].why["function"] == 1 and with_it[2].why["function"] == 2 and "function" not in with_it[1].why
+    # a chunk of no definition that defines the queried name stays the answer (`module Helpers`)
+    module = cand(1, 0.030, "src/client.py", defines=("Helpers",))
+    assert ids(run([module, request, other], "Helpers", "coherence", "function"))[0] == 1
+    # a definition already first, or a file of one chunk: nothing moves
+    assert run([other, request], "send the request", "function") == [other, request]
+    # the factor is a parameter: at 1 the chunks of no definition keep their order
+    same = run([imports, request, other], "send the request", "coherence", "function",
+               params=P.with_values({"anonymous_chunk_factor": 1.0}))
+    assert ids(same) == ids(without)
+
+
+def test_function_reads_each_chunks_score_before_the_files_lift() -> None:
+    """coherence lifted the file's best chunk by 1 + coherence; the order inside the file is that
+    of the chunks' own scores, so a definition just below a lifted chunk of none still comes first."""
+    header = cand(1, 0.020, "src/a.py")
+    parse = cand(2, 0.019, "src/a.py", unit="parse")
+    others = [cand(3 + i, 0.010, f"src/b{i}.py", unit="f") for i in range(3)]
+    out = run([header, parse, *others], "parse the header", "coherence", "function")
+    assert ids(out)[0] == 2 and out[0].score > 0.020  # the lifted place, held by the definition
+    assert ids(out)[-1] == 1
+
+
+def test_function_keeps_a_hard_caps_places() -> None:
+    busy = [cand(1, 0.03, "src/busy.py"), cand(2, 0.029, "src/busy.py", unit="g"), cand(3, 0.028, "src/busy.py", unit="h")]
+    low = cand(4, 0.001, "src/low.py")
+    out = run([*busy, low], ANY_QUERY, "coherence", "function", params=P.with_values({"file_repeat_decay": 0.0}))
+    assert ids(out) == [2, 4, 3, 1]  # busy.py's first place, then low.py, then busy.py's capped ones

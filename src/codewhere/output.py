@@ -18,11 +18,12 @@ from codewhere.store import StoreStats
 from codewhere.types import Hit, SymbolRow
 
 # `why`: each retriever that found the chunk and its 1-based rank there, then each ranking signal
-# that changed its score with its factor (`evidence`: the chunks whose evidence it received)
+# that changed its score with its factor (`evidence`: the chunks whose evidence it received;
+# `function`: the chunk's definition's place among its file's, when that is not the score's order)
 Why = TypedDict("Why", {
     "keyword": int, "semantic": int, "names": int,
     "definition": float, "evidence": list[int], "kind-prior": float, "signature": float, "path": float,
-    "size": float, "folder": float, "coherence": float, "rerank": float,
+    "size": float, "folder": float, "coherence": float, "function": int, "rerank": float,
 }, total=False)
 
 

@@ -34,6 +34,7 @@ class RankingParams:
     coherence: float = 1.5  # × (1 + coherence × its other chunks' score / the best-supported file's) for a file's best chunk
     max_per_file: int = 1  # chunks of one file at full score; each further one is multiplied by file_repeat_decay
     file_repeat_decay: float = 0.15  # 0 pushes a file's extra chunks below every other file's (a hard cap)
+    anonymous_chunk_factor: float = 0.5  # function: × a chunk of no definition (imports, doc comments between functions), in its file's order
     signature_weight: float = 0.4  # × (1 + weight × share of query terms in the symbol's name and signature)
     small_chunk_lines: int = 10  # chunks of at most this many lines (getters, one-line declarations) ...
     small_chunk_penalty: float = 0.7  # ... × this: they match a question's words by density, not by substance

@@ -16,6 +16,7 @@ from codewhere.search.query import Query
 from codewhere.search.ranking.coherence import cohere, lift_folders
 from codewhere.search.ranking.definition import definition_factor
 from codewhere.search.ranking.evidence import Evidence, Fetch, transfer_evidence
+from codewhere.search.ranking.function import place_functions
 from codewhere.search.ranking.path import path_factor
 from codewhere.search.ranking.penalties import is_evidence_source, kind_factor
 from codewhere.search.ranking.scores import Factor, Scores
@@ -26,7 +27,7 @@ from codewhere.types import ChunkRow, Ranked
 
 __all__ = ["SIGNALS", "fusion_weights", "is_evidence_source", "rank"]
 
-SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "path", "size", "folder", "coherence")
+SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "path", "size", "folder", "coherence", "function")
 # `query-shape` weighs the fusion (see fusion_weights); the rest run here, in this order
 FACTORS: dict[str, Factor] = {
     "definition": definition_factor, "kind-prior": kind_factor, "signature": signature_factor, "path": path_factor,
@@ -56,11 +57,14 @@ def rank(
     if "evidence" in signals and evidence is not None and fetch is not None and not (query.wants_tests or query.wants_docs):
         transfer_evidence(run, evidence(), fetch, run.ranked() if "definition" in signals else range(len(run.rows)))
     run.multiply(query, [(name, FACTORS[name]) for name in AFTER_EVIDENCE if name in signals])
+    own = list(run.scores) if "function" in signals else []  # each chunk's score before the file-level lifts
     if "folder" in signals:
         lift_folders(run)
     capped: set[int] = set()
     if "coherence" in signals:
         capped = cohere(run, query)
+    if "function" in signals:
+        capped = place_functions(run, query, own, capped)
     order = run.ranked()
     if capped:  # file_repeat_decay 0: a file's extra chunks after every file's kept ones
         order = [i for i in order if i not in capped] + [i for i in order if i in capped]
