@@ -2,7 +2,7 @@
 
 `rank` is the one entry point. Each signal is a small pure function of a chunk's row, the parsed
 query and the ranking parameters (a factor), or of the whole candidate list (evidence, folder,
-coherence); none touches the database: the engine gathers the facts first. A signal is switched
+coherence, function); none touches the database: the engine gathers the facts first. A signal is switched
 off by leaving its name out of the set `rank` is given. Every number a signal uses is a field of
 search/params.py's RankingParams.
 """
