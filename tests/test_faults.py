@@ -488,10 +488,10 @@ def test_a_query_past_its_deadline_or_cancelled_is_stopped_and_releases_its_turn
     import threading
 
     import apsw
-    from mcp.server.mcpserver.exceptions import ToolError
 
-    from codewhere.mcp_server import Workspace
+    from codewhere.errors import CodewhereError
     from codewhere.store import sqlite as sqlite_store
+    from codewhere.workspace import Workspace
 
     workspace = Workspace([sample_repo])
     slow_sql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000000000) SELECT count(*) FROM n"
@@ -508,7 +508,7 @@ def test_a_query_past_its_deadline_or_cancelled_is_stopped_and_releases_its_turn
 
     workspace.call(lambda progress: workspace.index_for(None))  # the first index and model load, untimed
     started = time.perf_counter()
-    with pytest.raises(ToolError, match="stopped before it finished"):
+    with pytest.raises(CodewhereError, match="stopped before it finished"):
         workspace.call(slow(0.5))
     assert time.perf_counter() - started < 20
     assert workspace.call(lambda progress: workspace.index_for(None)[0].search("charge_credit_card", k=1))  # the turn was released

@@ -102,17 +102,21 @@ def test_the_cli_and_the_mcp_tools_answer_in_one_shape(tmp_path: Path, cli) -> N
 
 def test_first_index_reports_progress(tmp_path: Path) -> None:
     root = write_tree(tmp_path / "big", {f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(450)})
-    seen: list[tuple[float, str | None]] = []
+    seen: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        seen.append((progress, message))
+        seen.append((progress, total, message))
 
     async def body(session: ClientSession) -> None:
         found = payload(await session.call_tool("search", {"query": "f7"}, progress_callback=on_progress))
         assert found["hits"]
 
     anyio.run(session_run, root, body)
-    assert [p for p, _ in seen] == [200, 400] and all(m and m.startswith("indexing pkg/") for _, m in seen)
+    files = [(p, t) for p, t, m in seen if m and m.startswith("indexing pkg/")]
+    vectors = [(p, t) for p, t, m in seen if m == "embedding chunks"]
+    assert files == [(200, 450), (400, 450)]  # every 200 files, of the total the scan found
+    assert vectors == [(256, 450), (450, 450)]  # each page of chunks embedded, of those without a vector
+    assert len(files) + len(vectors) == len(seen)
 
 
 def test_budget_trims_snippets_before_dropping_hits() -> None:

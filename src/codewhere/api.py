@@ -411,16 +411,33 @@ class Index:
 
     # ---- graph questions -----------------------------------------------------------------
 
-    def outline(self, path: str) -> list[SymbolRow]:
+    def indexed_file(self, path: str) -> str:
+        """`path` relative to the root, `/`-separated, if it is an indexed file; else a QueryError."""
         rel = normalise_scope(self.root, path)
         if rel not in set(self.store.indexed_paths(Filters(scopes=(rel,), repos=(self.store.repo,)))):
             raise QueryError(f"{path} is not an indexed file under {self.root}", "give a file path relative to the root")
-        return self.store.outline(rel)
+        return rel
+
+    def read_file(self, path: str) -> tuple[str, str]:
+        """(path relative to the root, text) of an indexed file, decoded as the indexer decodes it
+        (UTF-8, invalid bytes replaced); anything else is refused, whatever the path says."""
+        rel = self.indexed_file(path)
+        try:
+            return rel, (self.root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise PathError(f"could not read {rel} ({exc.strerror})", "refresh the index if the file was moved or removed") from exc
+
+    def outline(self, path: str) -> list[SymbolRow]:
+        return self.store.outline(self.indexed_file(path))
 
     def symbols(self, query: str, limit: int = 20) -> list[SymbolRow]:
         if not query.strip():
             raise QueryError("the symbol query is empty", "give a name or part of one")
         return graph.symbol_search(self.store, query, limit)
+
+    def candidates(self, spec: str) -> list[SymbolRow]:
+        """Every symbol `spec` may name (`name`, `Owner.name` or `path:line`), for a choice among them."""
+        return graph.find_symbols(self.store, spec)
 
     def symbol(self, spec: str) -> SymbolRow:
         """The one symbol `spec` names (`name`, `Owner.name` or `path:line`); ambiguity is an error."""

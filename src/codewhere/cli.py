@@ -14,13 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from codewhere import __version__, output, render
 from codewhere.api import (
@@ -40,6 +33,7 @@ from codewhere.errors import CodewhereError, NotIndexedError, QueryError
 from codewhere.eval_report import html_report
 from codewhere.evaluate import load_query_file, result_csv, result_data
 from codewhere.indexer import Progress as ProgressFn
+from codewhere.progress import ConsoleLogHandler, model_build_steps, reporter
 from codewhere.scan import GITIGNORE_MODES
 from codewhere.search.ranking import SIGNALS
 from codewhere.store import STORES
@@ -78,6 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="codewhere", description="Local-first code search by meaning and by name.")
     parser.add_argument("--version", action="version", version=f"codewhere {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log what happens to stderr")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress on stderr (a bar on a terminal, else a line every few seconds)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("index", help="index a folder, or refresh its index incrementally")
@@ -158,6 +154,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the client configuration snippet instead of serving")
     p.add_argument("--index", metavar="FILE", help="index file (one served folder only)")
 
+    p = sub.add_parser("model", help="the default embedding model: rebuild it from its weights and check the shipped one")
+    model_sub = p.add_subparsers(dest="model_command", required=True, metavar="ACTION")
+    build = model_sub.add_parser("build", help="build the default model from all-MiniLM-L6-v2 (needs the weights package) "
+                                               "and compare it with the one codewhere ships")
+    build.add_argument("--out", metavar="FOLDER", default=None,
+                       help="where to write it (default: a folder in the models cache dir); replaced if present")
+    build.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("serve", help="a local web page: search, files, symbols with their call graph, status")
+    p.add_argument("paths", nargs="*", default=None, help="folders to serve (default: the enclosing git repository, else .)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1; any other needs a token, made if not given)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 takes any free one)")
+    p.add_argument("--token", default=None, help="a secret every request must carry (?token=, then a cookie)")
+    p.add_argument("--editor", default=None, metavar="URL",
+                   help="the 'open in editor' link, with {path} and {line} (default: vscode://file/{path}:{line}; '' hides it)")
+    p.add_argument("--eval", dest="eval_queries", metavar="QUERIES", default=None,
+                   help="a query file to score on the page's eval view (as `codewhere eval --report` does)")
+
     p = sub.add_parser("config", help="print the effective settings and where each came from")
     p.add_argument("path", nargs="?", default=None, help="folder whose codewhere.toml counts (default: the enclosing git repository, else .)")
     p.add_argument("--json", action="store_true")
@@ -166,6 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", default=None, help="folder (default: the enclosing git repository, else .)")
     p.add_argument("--json", action="store_true")
     _add_index_options(p)
+    for command in sub.choices.values():  # after the command too: `codewhere index --quiet` reads as it should
+        command.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                             help="no progress on stderr")
     return parser
 
 
@@ -176,46 +194,14 @@ def _open(args: argparse.Namespace, rebuild: bool = False, path: str | None = No
         path or args.path or default_root(), args.index, rebuild=rebuild, model=args.model, chunker=args.chunker, store=args.store, repo=repo,
         include_minified=args.include_minified, gitignore=args.gitignore, create=create, warm=warm,
     )
-    if err_console.is_terminal:
-        index.model_build_progress = _model_build_bar()
     return index
 
 
-def _model_build_bar():  # noqa: ANN202 — returns a progress callback bound to a live bar
-    bar: Progress | None = None
-    task = None
-
-    def update(done: int, total: int) -> None:
-        nonlocal bar, task
-        if bar is None:
-            bar = Progress(
-                TextColumn("building the default model (once)"), BarColumn(), TextColumn("{task.completed}/{task.total} tokens"),
-                TimeElapsedColumn(), console=err_console, transient=True,
-            )
-            bar.start()
-            task = bar.add_task("", total=total)
-        bar.update(task, completed=done)
-        if done >= total:
-            bar.stop()
-
-    return update
-
-
 @contextmanager
-def _progress(enabled: bool) -> Iterator[ProgressFn | None]:
-    if not enabled:
-        yield None
-        return
-    with Progress(
-        SpinnerColumn(), TextColumn("indexing {task.completed} files"), TextColumn("[dim]{task.description}"),
-        TimeElapsedColumn(), console=err_console, transient=True,
-    ) as bar:
-        task = bar.add_task("", total=None)
-
-        def update(count: int, path: str) -> None:
-            bar.update(task, completed=count, description=path[-60:])
-
-        yield update
+def _progress(args: argparse.Namespace) -> Iterator[ProgressFn | None]:
+    """Long work on stderr: a bar on a terminal, a line every few seconds elsewhere; `--quiet` hides it."""
+    with reporter(err_console, quiet=args.quiet) as progress:
+        yield progress
 
 
 @dataclass
@@ -244,14 +230,9 @@ def _print_lines(lines: Sequence[str]) -> Callable[[], None]:
     return show
 
 
-def _progress_shown(args: argparse.Namespace) -> bool:
-    """A progress bar on a terminal, unless the output is for a program."""
-    return err_console.is_terminal and not (getattr(args, "json", False) or getattr(args, "csv", False))
-
-
 def _cmd_index(args: argparse.Namespace) -> Answer:
     with _open(args, rebuild=args.rebuild) as index:
-        with _progress(_progress_shown(args)) as progress:
+        with _progress(args) as progress:
             report = index.refresh(progress, wait_seconds=args.wait, rebuild=args.rebuild)
         stats = index.status()
     return Answer(output.report(report, stats), _print_lines(render.report_lines(report, stats)))
@@ -262,7 +243,7 @@ def _cmd_search(args: argparse.Namespace) -> Answer:
         # keyword search needs no model: it refreshes text only, unless a model was named
         vectors = args.mode != Mode.KEYWORD.value or args.model is not None
         if not index.shared:  # a team index is written by `codewhere index`, read by everyone
-            with _progress(_progress_shown(args)) as progress:
+            with _progress(args) as progress:
                 index.refresh_if_free(progress, vectors=vectors)
         hits = index.run(SearchRequest(
             args.query, k=args.k, mode=args.mode, scopes=tuple(args.scope), exclude_tests=args.exclude_tests,
@@ -313,7 +294,7 @@ def _cmd_eval(args: argparse.Namespace) -> Answer:
         except ValueError as exc:
             raise QueryError(f"unknown mode {method!r} in --modes", "use keyword, semantic, fusion, hybrid, -SIGNAL or +SIGNAL") from exc
     with _open(args, warm=True) as index:  # every question of the file, every method: keep the chunks at hand
-        with _progress(_progress_shown(args)) as progress:
+        with _progress(args) as progress:
             index.refresh_if_free(progress, vectors=any(m != Mode.KEYWORD.value for m in modes))
         result = index.evaluate(query_file, modes, args.scope, args.depth)
     if args.report:
@@ -335,7 +316,7 @@ def _graph_index(args: argparse.Namespace, path: str | None = None) -> Index:
     """Graph commands need symbols, not vectors: refresh text only."""
     index = _open(args, path=path)
     if not index.shared:
-        with _progress(_progress_shown(args)) as progress:
+        with _progress(args) as progress:
             index.refresh_if_free(progress, vectors=False)
     return index
 
@@ -380,6 +361,54 @@ def _cmd_graph_stats(args: argparse.Namespace) -> Answer:
     return Answer(stats, _print_lines(render.graph_stats_lines(stats)))
 
 
+def _cmd_model(args: argparse.Namespace) -> Answer:
+    from codewhere.embed import distill
+    from codewhere.embed.registry import built_model_folder, shipped_model_folder
+
+    settings = Settings.load(resolve_root(default_root()))
+    target = Path(args.out).expanduser().resolve() if args.out else built_model_folder(settings.model_cache)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _progress(args) as progress:
+        fingerprint = distill.build_static_model(target, model_build_steps(progress) if progress else None)
+    shipped = shipped_model_folder()
+    data: dict[str, Any] = {"folder": str(target), "recipe": distill.RECIPE_VERSION, "weights_fingerprint": fingerprint,
+                            "shipped": str(shipped) if shipped else None}
+    lines = [f"built {distill.RECIPE_VERSION} into {target}", f"weights sha256 (combined): {fingerprint}"]
+    same = True
+    if shipped is None:
+        lines.append("this installation ships no default model to compare with")
+    else:
+        found = distill.compare_models(target, shipped)
+        same = found.same_model
+        data.update(same_model=same, vectors_identical=found.vectors_identical, min_row_cosine=found.min_row_cosine,
+                    flipped_components=found.flipped_components, tokenizer_equal=found.tokenizer_equal,
+                    config_equal=found.config_equal)
+        verdict = ("identical, byte for byte" if found.vectors_identical
+                   else f"the same model (least row cosine {found.min_row_cosine:.6f}, {found.flipped_components} components flipped)"
+                   if same else f"DIFFERENT (least row cosine {found.min_row_cosine:.6f}, tokenizer equal: "
+                   f"{found.tokenizer_equal}, config equal: {found.config_equal})")
+        lines.append(f"against the shipped model ({shipped}): {verdict}")
+    return Answer(data, _print_lines(lines), same)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from codewhere.web.app import DEFAULT_EDITOR, listen, serve, warm_workspace
+
+    def ready(address: str) -> None:
+        print(address, flush=True)  # the one stdout line: scripts and tests read where to go
+        err_console.print(f"codewhere: serving {address} — Ctrl-C stops", highlight=False, markup=False, soft_wrap=True)
+
+    roots = [resolve_root(p) for p in (args.paths or [str(default_root())])]
+    queries = Path(args.eval_queries) if args.eval_queries else None
+    if queries is not None and not queries.is_file():
+        raise QueryError(f"--eval {queries} is not a file", "pass a query file (the study's JSON or a semble annotation file)")
+    sock = listen(args.host, args.port)  # a taken port is said before any indexing
+    with _progress(args) as progress:
+        workspace = warm_workspace(roots, progress)
+    serve(sock, workspace, args.token, DEFAULT_EDITOR if args.editor is None else args.editor, queries, ready)
+    return EXIT_HITS
+
+
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from codewhere.mcp_server import client_config, serve
 
@@ -392,6 +421,8 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], Answer | int]] = {
     "mcp": _cmd_mcp,
+    "serve": _cmd_serve,
+    "model": _cmd_model,
     "config": _cmd_config,
     "index": _cmd_index, "search": _cmd_search, "eval": _cmd_eval, "status": _cmd_status,
     "refs": _cmd_graph, "callers": _cmd_graph, "callees": _cmd_graph, "impact": _cmd_graph,
@@ -401,11 +432,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Answer | int]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="codewhere: %(message)s",
-        stream=sys.stderr,
-    )
+    handler = ConsoleLogHandler(err_console)  # through the console that draws the bar: a warning never overwrites it
+    handler.setFormatter(logging.Formatter("codewhere: %(message)s"))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler], force=True)
     if os.environ.get("CODEWHERE_PHASE_LOG"):  # for benchmarks/crash_bench.py: each indexing phase as it starts
         logging.getLogger("codewhere.phase").setLevel(logging.INFO)
     try:

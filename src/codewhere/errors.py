@@ -35,6 +35,10 @@ class IndexBusyError(IndexFileError):
     """Another process holds the index's writer lock."""
 
 
+class ServerBusyError(CodewhereError):
+    """A long-lived server (MCP, the web page) is still answering an earlier question."""
+
+
 class ModelError(CodewhereError):
     """The embedding model is missing, broken, or differs from the index's."""
 

@@ -103,11 +103,17 @@ td, th {{ border: 1px solid #ccc; padding: 3px 8px; text-align: left; }}
 tr.sum td {{ background: #f4f4f4; }}
 </style></head><body>
 <h1>{title}</h1>
-<p>Rank of the first relevant chunk per question and method (— = not in the top {depth}).</p>
+{report_body(result, depth)}
+</body></html>
+"""
+
+
+def report_body(result: EvalResult, depth: int) -> str:
+    """The report without its page: the table and both plots (the web page shows it in its own)."""
+    return f"""<p>Rank of the first relevant chunk per question and method (— = not in the top {depth}).</p>
 {_table(result)}
 <h2>Rank per question</h2>
 {_rank_plot(result, depth)}
 <h2>Questions answered within the top k</h2>
 {_hit_curves(result)}
-</body></html>
 """

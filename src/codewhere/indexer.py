@@ -35,7 +35,22 @@ VECTORS_COMPLETE = "vectors_complete"
 # a run killed between its last write and the resolution has it done by the next
 EDGES_RESOLVED = "edges_resolved"
 
-Progress = Callable[[int, str], None]  # (files seen so far, current path)
+SCAN_STEP = 500  # a "scan" step every this many files found
+
+
+@dataclass(frozen=True)
+class Step:
+    """Where a run stands, for a progress display: `scan` (files found so far; no total yet),
+    `files` (read, or found unchanged, of the files the scan kept), `edges` (resolving calls),
+    `vectors` (chunks embedded of those that had no vector). `detail` is the current path."""
+
+    phase: str
+    done: int
+    total: int | None = None
+    detail: str = ""
+
+
+Progress = Callable[[Step], None]
 
 
 @dataclass
@@ -146,15 +161,20 @@ def refresh(
             store.set_meta({"scan_options": scan_key})
     seen: set[str] = set()
     batch = _Batch(store)
-    for n, item in enumerate(scan(root, options), start=1):
+    records: list[FileRecord] = []  # the scan first, so the file pass has a total to show
+    for item in scan(root, options):
         if isinstance(item, Skip):
             report.skipped[item.reason.value] += 1
             if item.detail:
                 report.ignored_by[item.detail] += 1
             continue
+        records.append(item)
+        if progress and len(records) % SCAN_STEP == 0:
+            progress(Step("scan", len(records), None, item.path))
+    for n, item in enumerate(records, start=1):
         seen.add(item.path)
         if progress:
-            progress(n, item.path)
+            progress(Step("files", n, len(records), item.path))
         _visit(root, item, known.get(item.path), batch, report, chunker, options)
         if batch.full():
             batch.flush()
@@ -164,6 +184,8 @@ def refresh(
     meta = store.meta()
     if report.changed or meta.get("root") != str(root) or meta.get(EDGES_RESOLVED) != "1":
         phases.info("edges")
+        if progress:
+            progress(Step("edges", 0, None))
         refresh_resolution(store)
         with store.transaction():
             store.set_meta({"root": str(root), "last_change": str(time.time()), EDGES_RESOLVED: "1"})
@@ -194,7 +216,8 @@ def fill_vectors(store: IndexWriter, embedder: Embedder, progress: Progress | No
     deletions make them, and so does a run killed before it dropped its own. Returns how many
     texts were embedded.
     """
-    done, last_id = 0, 0
+    done, chunks, last_id = 0, 0, 0
+    total = store.count_chunks_without_vectors() if progress else None
     while page := store.chunks_without_vectors(VECTOR_BATCH, last_id):
         last_id = page[-1][0]
         distinct = list({h: text for _, h, text in page}.items())  # identical chunks share one vector
@@ -203,8 +226,9 @@ def fill_vectors(store: IndexWriter, embedder: Embedder, progress: Progress | No
         with store.transaction():
             store.add_vectors([h for h, _ in distinct], vectors)
         done += len(distinct)
+        chunks += len(page)
         if progress:
-            progress(done, "embedding")
+            progress(Step("vectors", chunks, max(total or 0, chunks)))
     with store.transaction():
         store.delete_orphan_vectors()
     return done

@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -21,12 +19,13 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from codewhere import output
-from codewhere.api import DEFAULT_K, Index, SearchRequest
-from codewhere.errors import CodewhereError, QueryError
-from codewhere.indexer import Progress
+from codewhere.api import DEFAULT_K, SearchRequest
+from codewhere.errors import CodewhereError
+from codewhere.indexer import Progress, Step
 from codewhere.output import GraphOut, HitOut, ImpactAnswerOut, ReportOut, SearchOut, StatusOut, SymbolsOut
 from codewhere.redact import redact
 from codewhere.types import Hit
+from codewhere.workspace import Workspace
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -57,81 +56,6 @@ def _hit(hit: Hit, lines: int, redact_secrets: bool) -> HitOut:
     return output.hit(hit, redact(snippet) if redact_secrets else snippet)
 
 
-QUERY_SECONDS = 30.0  # a question (not the refresh before it) running longer is stopped
-BUSY_SECONDS = 60.0  # a call waits this long for the one before it, then says the server is busy
-
-
-class Workspace:
-    """The served roots, their open indexes, and the path rules. One call at a time uses the
-    indexes (an apsw connection is not shared by threads at once): the rest wait their turn."""
-
-    def __init__(self, roots: list[Path], redact_secrets: bool = True, index_file: str | None = None) -> None:
-        self.roots = [r.resolve() for r in roots]
-        self.redact_secrets = redact_secrets
-        self._indexes: dict[Path, Index] = {}
-        self._index_file = index_file
-        self._turn = threading.Lock()
-
-    def index_for(self, path: str | None = None, progress: Progress | None = None) -> tuple[Index, str | None]:
-        """The index whose root holds `path` (refreshed), and `path` relative to that root."""
-        if path is None or path in ("", "."):
-            root, rel = self.roots[0], None
-        else:
-            root, rel = self.confine(path)
-        if root not in self._indexes:
-            self._indexes[root] = Index.open(root, self._index_file if len(self.roots) == 1 else None, warm=True)
-        index = self._indexes[root]
-        if not index.shared:  # a team index is kept fresh by its indexers, not by readers
-            index.refresh_if_free(progress, vectors=True)
-        return index, rel
-
-    def confine(self, path: str) -> tuple[Path, str]:
-        """Resolve `path` (relative to the first root, or absolute) and refuse anything outside the roots."""
-        if "\0" in path:
-            raise QueryError("the path holds a NUL byte", "pass the path as text, without \\0")
-        candidate = Path(path)
-        if not candidate.is_absolute():
-            candidate = self.roots[0] / candidate
-        resolved = candidate.resolve()
-        for root in self.roots:
-            if resolved == root or resolved.is_relative_to(root):
-                return root, resolved.relative_to(root).as_posix() if resolved != root else ""
-        raise CodewhereError(f"{path} is outside the served folders", "give a path inside " + ", ".join(map(str, self.roots)))
-
-    def call(self, work: Callable[[Progress | None], T], progress: Progress | None = None) -> T:
-        """Run one tool's work when no other call is using the indexes (the work bounds its own
-        question with `deadline`). Every error comes back with its reason."""
-        if not self._turn.acquire(timeout=BUSY_SECONDS):
-            raise ToolError(f"codewhere is still busy with an earlier call after {BUSY_SECONDS:.0f} s — retry in a moment")
-        try:
-            return work(progress)
-        except CodewhereError as exc:
-            raise ToolError(str(exc)) from exc
-        except ToolError:
-            raise
-        except Exception as exc:  # a bug: say what it was, never a bare "error executing tool"
-            log.exception("tool call failed")
-            raise ToolError(f"internal error: {type(exc).__name__}: {exc} — please report it") from exc
-        finally:
-            self._turn.release()
-
-    @contextmanager
-    def deadline(self, index: Index, seconds: float = QUERY_SECONDS) -> Iterator[None]:
-        """Interrupt `index`'s running statement if the block takes longer than `seconds`."""
-        timer = threading.Timer(seconds, index.store.interrupt)
-        timer.daemon = True
-        timer.start()
-        try:
-            yield
-        finally:
-            timer.cancel()
-
-    def interrupt(self) -> None:
-        """A call was cancelled: stop whatever statement it is running, so it lets go of its turn."""
-        for index in list(self._indexes.values()):
-            index.store.interrupt()
-
-
 PROGRESS_EVERY = 200  # files between progress notifications while a first index is built
 
 
@@ -142,15 +66,23 @@ def build_server(workspace: Workspace) -> MCPServer:
         cancelled call stops its statement and gives up its turn."""
         notify: Progress | None = None
         if ctx is not None:
-            def notify(count: int, current: str) -> None:
-                if count % PROGRESS_EVERY == 0:
-                    anyio.from_thread.run(ctx.report_progress, count, None, f"indexing {current}")
+            def notify(step: Step) -> None:
+                if step.phase == "vectors" or (step.phase == "files" and step.done % PROGRESS_EVERY == 0):
+                    message = f"indexing {step.detail}" if step.phase == "files" else "embedding chunks"
+                    anyio.from_thread.run(ctx.report_progress, step.done, step.total, message)
 
         try:
             return await anyio.to_thread.run_sync(workspace.call, work, notify, abandon_on_cancel=True)
         except anyio.get_cancelled_exc_class():
             workspace.interrupt()
             raise
+        except CodewhereError as exc:
+            raise ToolError(str(exc)) from exc
+        except ToolError:
+            raise
+        except Exception as exc:  # a bug: say what it was, never a bare "error executing tool"
+            log.exception("tool call failed")
+            raise ToolError(f"internal error: {type(exc).__name__}: {exc} — please report it") from exc
 
     server = MCPServer(
         "codewhere",

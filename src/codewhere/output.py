@@ -38,6 +38,7 @@ class HitOut(TypedDict):
     language: str
     score: float  # orders the hits; its scale depends on the mode
     snippet: str
+    snippet_line: int  # the line number of the snippet's first line
     why: Why
 
 
@@ -99,7 +100,7 @@ def location(path: str, start: int, end: int | None = None, repo: str = "") -> s
 def hit(h: Hit, snippet: str | None = None) -> HitOut:
     out = HitOut(location=location(h.path, h.start_line, h.end_line, h.repo), path=h.path, start_line=h.start_line,
                  end_line=h.end_line, symbol=h.symbol, kind=h.kind.value, language=h.language, score=h.score,
-                 snippet=h.snippet if snippet is None else snippet, why=_why(h.why))
+                 snippet=h.snippet if snippet is None else snippet, snippet_line=h.snippet_line, why=_why(h.why))
     if h.repo:
         out["repo"] = h.repo
     return out

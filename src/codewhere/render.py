@@ -39,6 +39,37 @@ def print_hits(console: Console, hits: list[Hit]) -> None:
             console.print("    " + escape(line), highlight=False, soft_wrap=True)
 
 
+# `why`, in words: each retriever that found a hit and each signal that moved it (output.Why's keys)
+_FOUND_BY = {"keyword": "keyword match (BM25)", "semantic": "meaning (vectors)", "names": "defines a name in the query"}
+_SIGNAL_WORDS = {
+    "definition": "defines a queried name", "kind-prior": "file kind (test, docs, config, example)",
+    "signature": "query words in its name or signature", "path": "query words in its path", "size": "short (ten lines or fewer)",
+    "folder": "strong hits in its folder", "coherence": "other strong hits in its file", "rerank": "cross-encoder score",
+}
+
+
+def why_words(why: dict[str, object]) -> list[str]:
+    """Why a hit ranked where it did, one phrase per reason: `meaning (vectors): rank 2`,
+    `query words in its path: ×1.4`."""
+    words = []
+    for key, value in why.items():
+        if key in _FOUND_BY:
+            words.append(f"{_FOUND_BY[key]}: rank {value}")
+        elif key == "evidence" and isinstance(value, list):
+            words.append(f"tests or docs that use it point here ({len(value)} chunk{'s' if len(value) != 1 else ''})")
+        elif key == "function":
+            words.append(f"its file's definition no. {value} for this query")
+        elif key == "coherence" and isinstance(value, float) and value < 1:
+            words.append(f"a better hit of its file comes first: ×{value:g}")
+        elif key == "rerank":
+            words.append(f"{_SIGNAL_WORDS[key]}: {value}")
+        elif isinstance(value, float):
+            words.append(f"{_SIGNAL_WORDS.get(key, key)}: ×{value:g}")
+        else:
+            words.append(f"{_SIGNAL_WORDS.get(key, key)}: {value}")
+    return words
+
+
 def report_lines(report: IndexReport, stats: StoreStats) -> list[str]:
     skipped = ", ".join(f"{reason} {n}" for reason, n in sorted(report.skipped.items())) or "none"
     return [

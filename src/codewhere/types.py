@@ -186,6 +186,7 @@ class Hit:
     why: dict[str, object] = field(default_factory=dict)
     repo: str = ""
     symbol: str = ""  # the definition the range is (`Session.resolve_redirects`); "" for a window of no definition
+    snippet_line: int = 0  # the line number of the snippet's first line (0: not known)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import logging
 import re
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -204,3 +205,45 @@ def build_static_model(target: Path, progress: StepProgress | None = None) -> st
     shutil.rmtree(target, ignore_errors=True)
     tmp.rename(target)  # a killed build leaves no half-written model behind
     return fingerprint
+
+
+# ---- checking a build against another -------------------------------------------------------
+
+SAME_VECTOR_COSINE = 0.9999  # a row this close to its twin is the same vector (float16 rounding on another CPU)
+
+
+@dataclass(frozen=True)
+class ModelComparison:
+    """How a model folder differs from another: the tokenizer and config byte for byte, the
+    vectors row by row (the recipe's PCA may flip a component's sign on another BLAS; a flipped
+    component is the same model)."""
+
+    tokenizer_equal: bool
+    config_equal: bool
+    vectors_identical: bool  # byte for byte
+    min_row_cosine: float  # the least similar row pair, after aligning component signs
+    flipped_components: int
+
+    @property
+    def same_model(self) -> bool:
+        return self.tokenizer_equal and self.config_equal and (self.vectors_identical or self.min_row_cosine >= SAME_VECTOR_COSINE)
+
+
+def compare_models(built: Path, shipped: Path) -> ModelComparison:
+    from safetensors.numpy import load_file
+
+    a = load_file(str(built / "model.safetensors"))["embeddings"].astype(np.float32)
+    b = load_file(str(shipped / "model.safetensors"))["embeddings"].astype(np.float32)
+    tokenizer_equal = (built / "tokenizer.json").read_bytes() == (shipped / "tokenizer.json").read_bytes()
+    config_equal = json.loads((built / "config.json").read_text()) == json.loads((shipped / "config.json").read_text())
+    if a.shape != b.shape:
+        return ModelComparison(tokenizer_equal, config_equal, False, -1.0, 0)
+    identical = bool(np.array_equal(a, b))
+    signs = np.where((a * b).sum(axis=0) < 0, -1.0, 1.0).astype(np.float32)
+    aligned = a * signs
+    norms = np.linalg.norm(aligned, axis=1) * np.linalg.norm(b, axis=1)
+    nonzero = norms > 0
+    cosines = (aligned * b).sum(axis=1)[nonzero] / norms[nonzero]
+    both_zero = bool(np.array_equal(np.linalg.norm(a, axis=1) == 0, np.linalg.norm(b, axis=1) == 0))
+    least = float(cosines.min()) if len(cosines) and both_zero else -1.0
+    return ModelComparison(tokenizer_equal, config_equal, identical, least, int((signs < 0).sum()))

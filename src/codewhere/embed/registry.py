@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 
 from codewhere.config import Settings
@@ -19,19 +20,32 @@ DEFAULT_MODEL = "default"
 BuildProgress = Callable[[int, int], None]
 
 
-def default_model_folder(models_dir: Path) -> Path:
+def shipped_model_folder() -> Path | None:
+    """The default model as the package ships it (built by distill.py's recipe, checked by
+    `codewhere model build`); None in a tree without it (then it is built once, on first use)."""
+    folder = Path(str(resources.files("codewhere"))) / "models" / distill.RECIPE_VERSION
+    return folder if (folder / "model.safetensors").is_file() else None
+
+
+def built_model_folder(models_dir: Path) -> Path:
     return models_dir / distill.RECIPE_VERSION
 
 
 def ensure_default_model(models_dir: Path, progress: BuildProgress | None = None) -> Path:
-    """Build the default model once per models dir; concurrent first runs build it once."""
-    folder = default_model_folder(models_dir)
+    """The default model's folder: the shipped one, else one built once per models dir."""
+    return shipped_model_folder() or build_default_model(models_dir, progress)
+
+
+def build_default_model(models_dir: Path, progress: BuildProgress | None = None) -> Path:
+    """Build the default model once per models dir from the weights package; concurrent first
+    runs build it once."""
+    folder = built_model_folder(models_dir)
     if (folder / "model.safetensors").exists():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(folder.with_name(folder.name + ".lock"), wait_seconds=600, what="the default model build"):
         if not (folder / "model.safetensors").exists():
-            log.warning("building the default embedding model from all-MiniLM-L6-v2 — once, about 30 s, offline")
+            log.warning("building the default embedding model from all-MiniLM-L6-v2 — once, about 50 s, offline")
             distill.build_static_model(folder, progress)
     return folder
 

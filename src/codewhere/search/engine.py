@@ -113,8 +113,8 @@ def to_hits(store: SearchReader, ranked: list[Ranked], terms: tuple[str, ...], k
             if (row.repo, row.path, start, end) in seen:
                 continue
             seen.add((row.repo, row.path, start, end))
-            _, text = snippet(row.text, row.start_line, terms)
-            hits.append(Hit(row.path, start, end, round(r.score, 6), row.kind, row.language, text, dict(r.why), row.repo, symbol))
+            snippet_start, text = snippet(row.text, row.start_line, terms)
+            hits.append(Hit(row.path, start, end, round(r.score, 6), row.kind, row.language, text, dict(r.why), row.repo, symbol, snippet_start))
             if len(hits) == k:
                 return hits
     return hits

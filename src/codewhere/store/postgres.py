@@ -527,6 +527,16 @@ class PostgresStore:
         )
         return [(int(i), h, t) for i, h, t in rows]
 
+    def count_chunks_without_vectors(self) -> int:
+        if self._repo_id is None:
+            return 0
+        row = self._db.execute(
+            """SELECT count(*) FROM chunks c WHERE c.repo_id = %s AND c.embed_text IS NOT NULL
+                 AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)""",
+            (self._repo_id,),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
     def add_vectors(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
         with self._db.cursor() as cur:
             cur.executemany(

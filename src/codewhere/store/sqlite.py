@@ -582,6 +582,14 @@ class SqliteStore:
         )
         return [(i, h, t) for i, h, t in rows]
 
+    def count_chunks_without_vectors(self) -> int:
+        """How many chunks `chunks_without_vectors` would page through (for a progress total)."""
+        row = self._db.execute(
+            """SELECT count(*) FROM chunks c WHERE c.embed_text IS NOT NULL
+                 AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)"""
+        ).fetchone()
+        return int(row[0]) if row else 0
+
     def add_vectors(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
         for content_hash, vector in zip(hashes, vectors, strict=True):
             row_id = self._db.execute(
@@ -746,9 +754,12 @@ class SqliteStore:
         """(chunk id, BM25 score, higher is better) of the chunks matching the terms."""
         match = fts5_expression(query)
         where, params = self._filter(filters)
-        sql = f"""SELECT c.id, bm25(chunks_fts, ?, ?) AS score
-                  FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN files f ON f.id = c.file_id
-                  WHERE chunks_fts MATCH ?{where} ORDER BY score LIMIT ?"""
+        if where:
+            sql = f"""SELECT c.id, bm25(chunks_fts, ?, ?) AS score
+                      FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN files f ON f.id = c.file_id
+                      WHERE chunks_fts MATCH ?{where} ORDER BY score LIMIT ?"""
+        else:  # no filter: the join would run for every match (thousands for a question in words), not only the kept
+            sql = "SELECT rowid, bm25(chunks_fts, ?, ?) AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?"
         try:
             rows = self._db.execute(sql, (*query.field_weights, match, *params, limit)).fetchall()
         except apsw.SQLError as exc:

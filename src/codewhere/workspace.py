@@ -1,0 +1,92 @@
+"""The folders a long-lived server answers about (the MCP server, the web page): their open
+indexes, one question at a time, and the rule that every path stays inside a served folder."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from codewhere.api import Index
+from codewhere.errors import CodewhereError, QueryError, ServerBusyError
+from codewhere.indexer import Progress
+
+T = TypeVar("T")
+
+QUERY_SECONDS = 30.0  # a question (not the refresh before it) running longer is stopped
+BUSY_SECONDS = 60.0  # a call waits this long for the one before it, then says the server is busy
+
+
+class Workspace:
+    """The served roots, their open indexes, and the path rules. One call at a time uses the
+    indexes (an apsw connection is not shared by threads at once): the rest wait their turn."""
+
+    def __init__(self, roots: list[Path], redact_secrets: bool = True, index_file: str | None = None) -> None:
+        self.roots = [r.resolve() for r in roots]
+        self.redact_secrets = redact_secrets
+        self._indexes: dict[Path, Index] = {}
+        self._index_file = index_file
+        self._turn = threading.Lock()
+
+    def index_for(self, path: str | None = None, progress: Progress | None = None) -> tuple[Index, str | None]:
+        """The index whose root holds `path` (refreshed), and `path` relative to that root."""
+        if path is None or path in ("", "."):
+            root, rel = self.roots[0], None
+        else:
+            root, rel = self.confine(path)
+        return self.open(root, progress), rel
+
+    def open(self, root: Path, progress: Progress | None = None) -> Index:
+        """The index of one served root, opened once and refreshed before each use."""
+        if root not in self._indexes:
+            self._indexes[root] = Index.open(root, self._index_file if len(self.roots) == 1 else None, warm=True)
+        index = self._indexes[root]
+        if not index.shared:  # a team index is kept fresh by its indexers, not by readers
+            index.refresh_if_free(progress, vectors=True)
+        return index
+
+    def confine(self, path: str) -> tuple[Path, str]:
+        """Resolve `path` (relative to the first root, or absolute) and refuse anything outside the roots."""
+        if "\0" in path:
+            raise QueryError("the path holds a NUL byte", "pass the path as text, without \\0")
+        candidate = Path(path)
+        if not candidate.is_absolute():
+            candidate = self.roots[0] / candidate
+        resolved = candidate.resolve()
+        for root in self.roots:
+            if resolved == root or resolved.is_relative_to(root):
+                return root, resolved.relative_to(root).as_posix() if resolved != root else ""
+        raise CodewhereError(f"{path} is outside the served folders", "give a path inside " + ", ".join(map(str, self.roots)))
+
+    def call(self, work: Callable[[Progress | None], T], progress: Progress | None = None) -> T:
+        """Run one question's work when no other call is using the indexes (the work bounds its
+        own question with `deadline`). Waits up to BUSY_SECONDS for its turn."""
+        if not self._turn.acquire(timeout=BUSY_SECONDS):
+            raise ServerBusyError(f"codewhere is still busy with an earlier call after {BUSY_SECONDS:.0f} s", "retry in a moment")
+        try:
+            return work(progress)
+        finally:
+            self._turn.release()
+
+    @contextmanager
+    def deadline(self, index: Index, seconds: float = QUERY_SECONDS) -> Iterator[None]:
+        """Interrupt `index`'s running statement if the block takes longer than `seconds`."""
+        timer = threading.Timer(seconds, index.store.interrupt)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+
+    def interrupt(self) -> None:
+        """A call was cancelled: stop whatever statement it is running, so it lets go of its turn."""
+        for index in list(self._indexes.values()):
+            index.store.interrupt()
+
+    def close(self) -> None:
+        for index in self._indexes.values():
+            index.close()
+        self._indexes.clear()

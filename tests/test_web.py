@@ -1,0 +1,278 @@
+"""`codewhere serve`: the real server started through the CLI, asked over real HTTP, and driven in
+a real headless Chromium (Debian's `chromium`, through Playwright) for what a person sees."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import selectors
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE_REPO, write_tree
+
+CHROMIUM = os.environ.get("CODEWHERE_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(os.environ.get("CODEWHERE_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
+START_SECONDS = 120.0
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[str]
+    address: str  # as printed, with ?token= when there is one
+    root: Path
+
+    @property
+    def base(self) -> str:
+        return self.address.split("?", 1)[0].rstrip("/")
+
+    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, str, dict[str, str]]:
+        request = urllib.request.Request(self.base + path, headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, response.read().decode(), dict(response.headers)
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode(), dict(exc.headers)
+
+
+def start(root: Path, cache: Path, *extra: str) -> Served:
+    env = {**os.environ, "CODEWHERE_CACHE_DIR": str(cache)}
+    env.pop("CODEWHERE_MODEL", None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "codewhere", "serve", str(root), "--port", "0", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    assert process.stdout is not None
+    selector = selectors.DefaultSelector()
+    selector.register(process.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:  # polled with a deadline: the first index takes what it takes
+        if selector.select(timeout=1.0):
+            line = process.stdout.readline().strip()
+            if line.startswith("http://"):
+                return Served(process, line, root)
+        if process.poll() is not None:
+            raise AssertionError(f"codewhere serve exited {process.returncode}: {process.stderr.read() if process.stderr else ''}")
+    process.kill()
+    raise AssertionError("codewhere serve printed no address in time")
+
+
+def stop(served: Served) -> str:
+    served.process.terminate()
+    try:
+        _, err = served.process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        served.process.kill()
+        _, err = served.process.communicate()
+    return err
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    base = tmp_path_factory.mktemp("web")
+    root = write_tree(base / "repo", SAMPLE_REPO)
+    queries = base / "queries.json"
+    queries.write_text(json.dumps({"queries": [
+        {"q": "send money to the payment gateway", "symbol": "charge_credit_card", "path": "src/shop/payment.py", "line": 2},
+        {"q": "put something in the basket", "symbol": "add_item", "path": "src/shop/cart.py", "line": 8},
+    ]}))
+    running = start(root, base / "cache", "--eval", str(queries))
+    yield running
+    stderr = stop(running)
+    assert "Traceback" not in stderr, stderr
+
+
+# ---- over HTTP --------------------------------------------------------------------------------
+
+
+def test_search_page_shows_the_right_hit_highlighted_with_its_line_numbers_and_why(served: Served) -> None:
+    status, page, headers = served.get("/?q=charge_credit_card")
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    first = page.index('class="hit"')
+    assert 'src/shop/payment.py:2-' in page[first:first + 800]
+    assert 'class="code"' in page and 'class="linenos"' in page  # Pygments, with line numbers
+    assert re.search(r"keyword match \(BM25\): rank \d", page)  # why, in words
+    assert "/file?root=0&amp;path=src%2Fshop%2Fpayment.py" in page  # the link to the file at that line
+    assert "#L-2" in page
+
+
+def test_search_modes_and_scope_are_applied(served: Served) -> None:
+    _, page, _ = served.get("/?q=charge_credit_card&mode=keyword&scope=tests")
+    assert "tests/test_payment.py" in page and "src/shop/payment.py:" not in page
+    assert '<option value="keyword" selected>' in page
+
+
+def test_a_bad_request_is_one_clear_message_not_a_traceback(served: Served) -> None:
+    status, page, _ = served.get("/?q=x&k=abc")
+    assert status == 400 and "k must be a number from 1 to 100" in page and "Traceback" not in page
+    status, page, _ = served.get("/?q=x&mode=fuzzy")
+    assert status == 400 and "unknown mode" in page
+
+
+def test_file_view_has_anchored_lines_the_marked_range_and_an_outline(served: Served) -> None:
+    status, page, _ = served.get("/file?path=src/shop/cart.py&hl=8-10")
+    assert status == 200
+    assert 'id="L-8"' in page and 'class="hll"' in page
+    outline = page[page.index('class="outline"'):page.index('class="source"')]
+    assert "Cart" in outline and "add_item" in outline and "total_price" in outline
+    assert "/symbol?root=0&amp;name=src%2Fshop%2Fcart.py%3A" in outline
+
+
+def test_file_view_serves_only_indexed_files_inside_the_root(served: Served) -> None:
+    secret = served.root.parent / "secret.txt"
+    secret.write_text("do not show")
+    for path in ("../secret.txt", str(secret), "/etc/passwd", "src/shop/../../../secret.txt", "nothing/here.py"):
+        status, page, _ = served.get("/file?path=" + urllib.request.quote(path))
+        assert status == 400, path
+        assert "do not show" not in page and "root:" not in page
+
+
+def test_symbol_view_draws_callers_and_callees_and_lists_the_impact(served: Served) -> None:
+    status, page, _ = served.get("/symbol?name=charge_credit_card")
+    assert status == 200
+    svg = page[page.index("<svg"):page.index("</svg>")]
+    assert "gateway_request" in svg  # a callee, as a box
+    assert "test_charge_credit_card_rejects_zero" in svg  # a caller, as a box
+    assert svg.count('class="edge"') >= 2
+    assert "Impact of a change" in page and "test_charge_credit_card_rejects_zero" in page.split("Impact of a change")[1]
+
+
+def test_an_ambiguous_or_unknown_symbol_offers_a_choice_or_says_so(served: Served) -> None:
+    status, page, _ = served.get("/symbol?name=nothing_by_this_name")
+    assert status == 404 and "no symbol named" in page
+
+
+def test_status_and_eval_report_are_pages_of_their_own(served: Served) -> None:
+    status, page, _ = served.get("/status")
+    assert status == 200 and str(served.root) in page and "chunks:" in page
+    status, page, _ = served.get("/eval")
+    assert status == 200 and "hybrid" in page and "<svg" in page  # the report's table and plots
+
+
+def test_json_search_has_the_cli_shape(served: Served) -> None:
+    status, body, _ = served.get("/api/search?q=refund_payment&k=3")
+    data = json.loads(body)
+    assert status == 200 and data["query"] == "refund_payment"
+    assert data["hits"][0]["path"] == "src/shop/payment.py" and data["hits"][0]["symbol"] == "refund_payment"
+    cli = subprocess.run([sys.executable, "-m", "codewhere", "search", "refund_payment", str(served.root), "-k", "3", "--json"],
+                         capture_output=True, text=True, env={**os.environ, "CODEWHERE_CACHE_DIR": str(served.root.parent / "cache")})
+    assert [h["location"] for h in json.loads(cli.stdout)["hits"]] == [h["location"] for h in data["hits"]]
+
+
+def test_pages_need_nothing_from_the_network(served: Served) -> None:
+    for path in ("/", "/?q=cart", "/file?path=src/shop/cart.py", "/symbol?name=Cart", "/status"):
+        _, page, _ = served.get(path)
+        assert not re.search(r'(src|href)="(https?:)?//', page), path
+
+
+def test_a_foreign_host_header_is_refused_on_loopback(served: Served) -> None:
+    status, _, _ = served.get("/", headers={"Host": "attacker.example"})
+    assert status == 400
+
+
+def test_another_address_needs_the_token_then_keeps_it_in_a_cookie(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    running = start(root, tmp_path / "cache", "--host", "127.0.0.2")
+    try:
+        assert "?token=" in running.address
+        token = running.address.split("?token=", 1)[1]
+        status, page, _ = running.get("/?q=cart")
+        assert status == 401 and "token" in page
+        status, _, _ = running.get("/?q=cart&token=wrong")
+        assert status == 401
+        status, _, headers = running.get(f"/?q=cart&token={token}")
+        assert status == 200 and "codewhere_token=" in headers.get("set-cookie", "")
+        status, _, _ = running.get("/status", headers={"Cookie": f"codewhere_token={token}"})
+        assert status == 200
+    finally:
+        stop(running)
+
+
+def test_a_taken_port_is_one_line_before_any_indexing(tmp_path: Path, served: Served) -> None:
+    port = served.base.rsplit(":", 1)[1]
+    result = subprocess.run([sys.executable, "-m", "codewhere", "serve", str(tmp_path), "--port", port],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.startswith("codewhere: cannot listen on 127.0.0.1:") and "--port" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+# ---- in a real browser ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():  # noqa: ANN201 — a Playwright Browser
+    required = os.environ.get("CODEWHERE_TEST_BROWSER") == "1"  # .ci/run installs Chromium and sets this
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if required:
+            pytest.fail("playwright is not installed (pip install -e '.[test]')")
+        pytest.skip("playwright is not installed")
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        if required:
+            pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install chromium")
+        pytest.skip("Debian's chromium is not installed")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium"), headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"],
+        )
+        yield launched
+        launched.close()
+
+
+def test_in_a_browser_search_open_the_file_and_the_symbol_graph_without_console_errors(served: Served, browser) -> None:  # noqa: ANN001
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("requestfailed", lambda request: problems.append(f"failed: {request.url}"))
+
+    page.goto(served.address)
+    page.evaluate("document.activeElement.blur()")
+    page.keyboard.press("/")  # focuses the search box
+    page.keyboard.type("send the amount to the payment gateway")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("li.hit")
+    first = page.locator("li.hit").first
+    assert first.locator("a.location").inner_text().startswith("src/shop/payment.py:2-")
+    assert first.locator("ul.why li").count() >= 1
+    assert first.locator("td.linenos").count() == 1
+    page.screenshot(path=str(ARTIFACTS / "search.png"), full_page=True)
+
+    first.locator("a.location").click()
+    page.wait_for_selector("aside.outline")
+    assert "/file?" in page.url and "hl=2-6#L-3" in page.url  # the definition marked, the best-matching line in view
+    assert page.locator("span.hll").count() >= 1  # the hit's lines are marked
+    assert page.locator("aside.outline a", has_text="charge_credit_card").count() == 1
+    page.screenshot(path=str(ARTIFACTS / "file.png"))
+
+    page.locator("aside.outline a", has_text="charge_credit_card").click()
+    page.wait_for_selector("svg.callgraph")
+    assert page.locator("svg.callgraph g.node").count() >= 3  # the symbol, a caller, a callee
+    assert (page.locator("svg.callgraph g.caller text").first.text_content() or "").startswith("test_charge_credit_card")
+    page.screenshot(path=str(ARTIFACTS / "symbol.png"), full_page=True)
+
+    with page.expect_navigation():
+        page.locator("svg.callgraph a", has_text="gateway_request").click()  # a box is a link to that symbol's page
+    assert "gateway_request" in page.locator("h1.symbol-name").inner_text()
+
+    page.goto(served.base + "/status")
+    page.wait_for_selector("section.status")
+    page.goto(served.base + "/eval")
+    page.wait_for_selector(".eval table")
+    page.close()
+    assert problems == []
