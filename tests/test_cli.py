@@ -223,6 +223,22 @@ def test_console_script_is_installed() -> None:
     assert out.returncode == 0 and out.stdout.startswith("codewhere ")
 
 
+def test_a_closed_pipe_ends_search_quietly_as_a_success(sample_repo: Path, cli) -> None:
+    """`codewhere search ... | head -1`: the reader has gone before the hits are written."""
+    assert cli("index", str(sample_repo)).code == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write now fails with EPIPE, whatever the timing
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "codewhere", "search", "Cart", str(sample_repo), "--mode", "keyword"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+
+
 def test_cache_inside_the_searched_folder(tmp_path: Path, cli, monkeypatch) -> None:
     home = write_tree(tmp_path / "home", {"project/app.py": "def home_function():\n    pass\n"})
     monkeypatch.setenv("CODEWHERE_CACHE_DIR", str(home / ".cache" / "codewhere"))

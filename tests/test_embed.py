@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -281,3 +282,30 @@ def test_cli_model_folder_guard_and_rebuild(tmp_path: Path, cli) -> None:
     found = cli("search", "refund payment", str(root), "--json")
     assert found.code == 0, found.err
     assert cli("search", "cart", str(root), "--model", "default").code == 2
+
+
+def test_model_build_command_says_whether_the_build_is_the_shipped_model(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The command's own logic, with the 60-second recipe replaced by copies of the shipped model
+    (the recipe itself is checked against the shipped files above)."""
+    from safetensors.numpy import load_file, save_file
+
+    from codewhere import cli
+
+    shipped = registry.shipped_model_folder()
+    assert shipped is not None
+    vectors = load_file(str(shipped / "model.safetensors"))["embeddings"]
+
+    def fake_build(change):  # noqa: ANN001, ANN202
+        def build(target: Path, progress=None) -> str:  # noqa: ANN001
+            shutil.copytree(shipped, target, dirs_exist_ok=True)
+            save_file({"embeddings": change(vectors)}, str(target / "model.safetensors"))
+            return "fingerprint"
+        return build
+
+    monkeypatch.setattr(distill, "build_static_model", fake_build(lambda v: v))
+    assert cli.main(["model", "build", "--out", str(tmp_path / "same"), "--quiet"]) == 0
+    assert "identical, byte for byte" in capsys.readouterr().out
+    monkeypatch.setattr(distill, "build_static_model", fake_build(lambda v: v[::-1].copy()))
+    assert cli.main(["model", "build", "--out", str(tmp_path / "other"), "--json"]) == 1
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["same_model"] is False and answer["folder"] == str((tmp_path / "other").resolve())

@@ -41,6 +41,16 @@ from codewhere.types import Mode
 
 EXIT_HITS, EXIT_NO_HITS, EXIT_ERROR = 0, 1, 2
 
+
+
+class OutputConsole(Console):
+    """Standard output that lets a closed pipe (`codewhere search ... | head -1`) end the command
+    as a success: rich's own handler exits with 1, which means "no hits" here."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 err_console = Console(stderr=True)
 
 
@@ -181,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", default=None, help="folder (default: the enclosing git repository, else .)")
     p.add_argument("--json", action="store_true")
     _add_index_options(p)
-    for command in sub.choices.values():  # after the command too: `codewhere index --quiet` reads as it should
+    commands = [*sub.choices.values(), *model_sub.choices.values()]
+    for command in commands:  # after the command too: `codewhere index --quiet` reads as it should
         command.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
                              help="no progress on stderr")
     return parser
@@ -253,7 +264,7 @@ def _cmd_search(args: argparse.Namespace) -> Answer:
         root = str(index.root)
 
     def show() -> None:
-        render.print_hits(Console(highlight=False), hits)
+        render.print_hits(OutputConsole(highlight=False), hits)
         if not hits:
             err_console.print(f"no hits for {args.query!r}", highlight=False)
 
@@ -304,9 +315,9 @@ def _cmd_eval(args: argparse.Namespace) -> Answer:
         if args.csv:
             print(result_csv(result), end="")
             return
-        out = Console(highlight=False)
+        out = OutputConsole(highlight=False)
         if not out.is_terminal:
-            out = Console(highlight=False, width=200)  # a table piped to a file should not wrap at 80
+            out = OutputConsole(highlight=False, width=200)  # a table piped to a file should not wrap at 80
         out.print(render.eval_table(result, args.depth))
 
     return Answer(result_data(result), show)
