@@ -265,3 +265,39 @@ def test_a_utf16_file_with_a_bom_is_decoded_not_skipped_as_binary(tmp_path: Path
         source = read_source(tmp_path / name)
         assert not isinstance(source, SkipReason)
         assert source[1] == text
+
+
+IGNORE_PATTERNS = [
+    ".*", "*.o", "*.o.*", "/build/", "!keep.o", "docs/**/draft", "**/cache", "include/config",
+    "include/asm-*/offsets.h", "a/**/b/*.txt", "[Bb]in/", "*~", r"\#*#", "!.gitignore", "vendor/",
+    "!vendor/kept/", "logs/*.log", "!logs/important.log", "*.py[cod]", "nested/dir/", "x?z",
+]
+PATH_PARTS = ["src", "build", "docs", "draft", "cache", "include", "config", "asm-x86", "a", "b", "bin",
+              "Bin", "vendor", "kept", "logs", "nested", "dir", "xyz", "pkg"]
+FILE_NAMES = ["main.c", "main.o", "main.o.cmd", "keep.o", ".gitignore", ".env", "offsets.h", "notes.txt",
+              "old~", "#tmp#", "important.log", "run.log", "mod.pyc", "mod.py", "xaz", "README"]
+
+
+def test_the_one_regex_prefilter_never_changes_an_ignore_decision() -> None:
+    """Each folder's ignore rules first ask one combined regular expression whether any pattern
+    matches; pathspec's last-match-wins logic decides only those paths. Every decision must be
+    the one pathspec alone gives, files and folders, at every depth."""
+    import random
+    import tempfile
+
+    from codewhere import scan as scan_module
+
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, ".gitignore").write_text("\n".join(IGNORE_PATTERNS) + "\n")
+        fast = scan_module._load_rules(Path(folder), "", (".gitignore",))
+    assert fast is not None and fast.any_pattern is not None
+    exact = scan_module._Rules(fast.base, fast.spec, fast.origins, None)
+    rng = random.Random(7)
+    paths = {"/".join([*rng.sample(PATH_PARTS, rng.randrange(0, 4)), rng.choice(FILE_NAMES)]) for _ in range(4000)}
+    decided = 0
+    for path in sorted(paths):
+        for is_dir in (False, True):
+            expected = scan_module._ignored_by([exact], path, is_dir)
+            assert scan_module._ignored_by([fast], path, is_dir) == expected, (path, is_dir)
+            decided += expected is not None
+    assert 0 < decided < 2 * len(paths)  # both outcomes were exercised
