@@ -3,7 +3,7 @@ and with pathspec alone, runs interleaved, medians; both ways must keep the same
 `--ignore-file FILE` (say the Linux kernel's root `.gitignore`) walks a copy of the tree with
 that file as its root `.ignore`, which applies everywhere.
 
-    python benchmarks/ignore_bench.py TREE [--ignore-file FILE] [--runs 5]
+    python benchmarks/ignore_bench.py TREE [--ignore-file FILE] [--gitignore always] [--runs 5]
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from codewhere.scan import ScanOptions, scan
 from codewhere.types import FileRecord
 
 
-def walk(root: Path) -> tuple[float, list[str]]:
+def walk(root: Path, gitignore: str) -> tuple[float, list[str]]:
     started = time.perf_counter()
-    kept = [item.path for item in scan(root, ScanOptions()) if isinstance(item, FileRecord)]
+    kept = [item.path for item in scan(root, ScanOptions(gitignore=gitignore)) if isinstance(item, FileRecord)]
     return time.perf_counter() - started, kept
 
 
@@ -32,6 +32,8 @@ def main() -> None:
     parser.add_argument("--ignore-file", type=Path, default=None,
                         help="patterns applied to the whole tree (as git's core.excludesFile)")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--gitignore", choices=("auto", "always", "never"), default="auto",
+                        help="always: .gitignore files count outside a git repository too (an unpacked tarball)")
     args = parser.parse_args()
     combined = scan_module._any_pattern
     tree = args.tree
@@ -44,7 +46,7 @@ def main() -> None:
     for _ in range(args.runs):
         for name, factory in (("prefilter", combined), ("pathspec alone", lambda spec: None)):
             scan_module._any_pattern = factory
-            seconds, kept[name] = walk(tree)
+            seconds, kept[name] = walk(tree, args.gitignore)
             times[name].append(seconds)
     assert kept["prefilter"] == kept["pathspec alone"], "the prefilter changed what is kept"
     for name, samples in times.items():
