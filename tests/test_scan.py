@@ -4,6 +4,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codewhere.languages import kind_of, language_of
 from codewhere.scan import ScanOptions, read_source, scan
@@ -301,3 +303,33 @@ def test_the_one_regex_prefilter_never_changes_an_ignore_decision() -> None:
             assert scan_module._ignored_by([fast], path, is_dir) == expected, (path, is_dir)
             decided += expected is not None
     assert 0 < decided < 2 * len(paths)  # both outcomes were exercised
+
+
+def _reference_kind(path: str, language: str) -> FileKind:
+    """kind_of as it was before folders were cached: split the whole path every time."""
+    from codewhere import languages as lang
+
+    *folders, name = [part for part in path.split("/") if part and part != "."] or [""]
+    dirs = {part.lower() for part in folders}
+    if dirs & lang._TEST_DIRS or lang._TEST_FILE.match(name):
+        return FileKind.TEST
+    if (dirs & lang._DOCS_DIRS and language != "go") or language in lang.DOCS_LANGUAGES or lang._DOCS_NAME.match(name):
+        return FileKind.DOCS
+    if language in lang.CONFIG_LANGUAGES or name in lang._CONFIG_NAMES or (not language and name.startswith(".")):
+        return FileKind.CONFIG
+    return FileKind.CODE
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(["", ".", "src", "tests", "Test", "docs", "doc", "spec", "a", ".."]), max_size=4),
+    st.sampled_from(["test_a.py", "a_test.go", "README.md", "conf.py", ".bashrc", "Makefile", "x.go", "a.", "", ".", "x.rst"]),
+    st.sampled_from(["", "/"]),
+    st.sampled_from([None, "go", "markdown", ""]),
+)
+def test_kind_of_with_cached_folders_agrees_with_splitting_the_whole_path(
+    folders: list[str], name: str, tail: str, language: str | None
+) -> None:
+    path = "/".join([*folders, name]) + tail
+    lang = language_of(path) if language is None else language
+    assert kind_of(path, lang) == _reference_kind(path, lang)
