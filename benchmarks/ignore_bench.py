@@ -30,25 +30,37 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("tree", type=Path)
     parser.add_argument("--ignore-file", type=Path, default=None,
-                        help="patterns applied to the whole tree (as git's core.excludesFile)")
+                        help="patterns applied to the whole tree: written as the root .ignore of a copy of it")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--gitignore", choices=("auto", "always", "never"), default="auto",
                         help="always: .gitignore files count outside a git repository too (an unpacked tarball)")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = args.tree
+        if args.ignore_file is not None:
+            tree = Path(scratch) / args.tree.name
+            shutil.copytree(args.tree, tree, symlinks=True)
+            (tree / ".ignore").write_text(args.ignore_file.read_text())
+        report(*timed_walks(tree, args.gitignore, args.runs))
+
+
+def timed_walks(tree: Path, gitignore: str, runs: int) -> tuple[dict[str, list[float]], dict[str, list[str]]]:
     combined = scan_module._any_pattern
-    tree = args.tree
-    if args.ignore_file is not None:
-        tree = Path(tempfile.mkdtemp()) / args.tree.name
-        shutil.copytree(args.tree, tree, symlinks=True)
-        (tree / ".ignore").write_text(args.ignore_file.read_text())
     times: dict[str, list[float]] = {"prefilter": [], "pathspec alone": []}
     kept: dict[str, list[str]] = {}
-    for _ in range(args.runs):
-        for name, factory in (("prefilter", combined), ("pathspec alone", lambda spec: None)):
-            scan_module._any_pattern = factory
-            seconds, kept[name] = walk(tree, args.gitignore)
-            times[name].append(seconds)
+    try:
+        for _ in range(runs):
+            for name, factory in (("prefilter", combined), ("pathspec alone", lambda spec: None)):
+                scan_module._any_pattern = factory
+                seconds, kept[name] = walk(tree, gitignore)
+                times[name].append(seconds)
+    finally:
+        scan_module._any_pattern = combined
     assert kept["prefilter"] == kept["pathspec alone"], "the prefilter changed what is kept"
+    return times, kept
+
+
+def report(times: dict[str, list[float]], kept: dict[str, list[str]]) -> None:
     for name, samples in times.items():
         print(f"{name:>15}: {statistics.median(samples) * 1000:8.1f} ms median of {len(samples)}, "
               f"{len(kept[name])} files kept")

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from codewhere import languages as lang
+from codewhere import scan as scan_module
 from codewhere.languages import kind_of, language_of
 from codewhere.scan import ScanOptions, read_source, scan
 from codewhere.types import FileKind, FileRecord, Skip, SkipReason
@@ -280,18 +283,12 @@ FILE_NAMES = ["main.c", "main.o", "main.o.cmd", "keep.o", ".gitignore", ".env", 
               "old~", "#tmp#", "important.log", "run.log", "mod.pyc", "mod.py", "xaz", "README"]
 
 
-def test_the_one_regex_prefilter_never_changes_an_ignore_decision() -> None:
+def test_the_one_regex_prefilter_never_changes_an_ignore_decision(tmp_path: Path) -> None:
     """Each folder's ignore rules first ask one combined regular expression whether any pattern
     matches; pathspec's last-match-wins logic decides only those paths. Every decision must be
     the one pathspec alone gives, files and folders, at every depth."""
-    import random
-    import tempfile
-
-    from codewhere import scan as scan_module
-
-    with tempfile.TemporaryDirectory() as folder:
-        Path(folder, ".gitignore").write_text("\n".join(IGNORE_PATTERNS) + "\n")
-        fast = scan_module._load_rules(Path(folder), "", (".gitignore",))
+    (tmp_path / ".gitignore").write_text("\n".join(IGNORE_PATTERNS) + "\n")
+    fast = scan_module._load_rules(tmp_path, "", (".gitignore",))
     assert fast is not None and fast.any_pattern is not None
     exact = scan_module._Rules(fast.base, fast.spec, fast.origins, None)
     rng = random.Random(7)
@@ -305,11 +302,15 @@ def test_the_one_regex_prefilter_never_changes_an_ignore_decision() -> None:
     assert 0 < decided < 2 * len(paths)  # both outcomes were exercised
 
 
-def _reference_kind(path: str, language: str) -> FileKind:
-    """kind_of as it was before folders were cached: split the whole path every time."""
-    from codewhere import languages as lang
-
+def _reference_split(path: str) -> tuple[list[str], str]:
+    """The folders and the name, as kind_of and language_of found them before folders were
+    cached: the whole path split every time."""
     *folders, name = [part for part in path.split("/") if part and part != "."] or [""]
+    return folders, name
+
+
+def _reference_kind(path: str, language: str) -> FileKind:
+    folders, name = _reference_split(path)
     dirs = {part.lower() for part in folders}
     if dirs & lang._TEST_DIRS or lang._TEST_FILE.match(name):
         return FileKind.TEST
@@ -331,5 +332,11 @@ def test_kind_of_with_cached_folders_agrees_with_splitting_the_whole_path(
     folders: list[str], name: str, tail: str, language: str | None
 ) -> None:
     path = "/".join([*folders, name]) + tail
-    lang = language_of(path) if language is None else language
-    assert kind_of(path, lang) == _reference_kind(path, lang)
+    reference_name = _reference_split(path)[1]
+    if reference_name in lang.LANGUAGE_BY_FILENAME:
+        expected_language = lang.LANGUAGE_BY_FILENAME[reference_name]
+    else:
+        expected_language = lang.LANGUAGE_BY_EXTENSION.get(lang._suffix(reference_name).lower(), "")
+    assert language_of(path) == expected_language
+    language = expected_language if language is None else language
+    assert kind_of(path, language) == _reference_kind(path, language)

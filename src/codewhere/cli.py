@@ -42,7 +42,6 @@ from codewhere.types import Mode
 EXIT_HITS, EXIT_NO_HITS, EXIT_ERROR = 0, 1, 2
 
 
-
 class OutputConsole(Console):
     """Standard output that lets a closed pipe (`codewhere search ... | head -1`) end the command
     as a success: rich's own handler exits with 1, which means "no hits" here."""
@@ -191,8 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", default=None, help="folder (default: the enclosing git repository, else .)")
     p.add_argument("--json", action="store_true")
     _add_index_options(p)
-    commands = [*sub.choices.values(), *model_sub.choices.values()]
-    for command in commands:  # after the command too: `codewhere index --quiet` reads as it should
+    for command in [*sub.choices.values(), *model_sub.choices.values()]:  # after the command too: `codewhere index --quiet` reads as it should
         command.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
                              help="no progress on stderr")
     return parser

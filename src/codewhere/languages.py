@@ -126,7 +126,8 @@ def language_of(path: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _folder_kinds(folder: str) -> tuple[bool, bool]:
     """Whether a folder path lies in a test folder, and in a docs folder. Cached: a walk asks
-    for every file of a folder in a row (0.7 s of a kernel walk before)."""
+    for every file of a folder in a row, and splitting each whole path again was a third of
+    classifying the Linux kernel's 78 k files."""
     dirs = {part.lower() for part in _parts(folder)}
     return bool(dirs & _TEST_DIRS), bool(dirs & _DOCS_DIRS)
 

@@ -56,6 +56,10 @@ class _Rules:
     any_pattern: re.Pattern[str] | None = None  # matches where some pattern of `spec` does
 
 
+_ANY_FOLDER = "^(?:.+/)?"
+_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
+
+
 def _any_pattern(spec: pathspec.GitIgnoreSpec) -> re.Pattern[str] | None:
     """One regular expression that matches (with `match`) exactly the paths some pattern of
     `spec` matches. pathspec tries every pattern against every path in Python (on the Linux
@@ -80,17 +84,13 @@ def _any_pattern(spec: pathspec.GitIgnoreSpec) -> re.Pattern[str] | None:
             anchored.append(f"(?:{text[1:]})")
         else:
             return None
-    alternatives = ([f"(?:.+/)?(?:{'|'.join(floating)})"] if floating else []) + anchored
+    alternatives = ([f"{_ANY_FOLDER[1:]}(?:{'|'.join(floating)})"] if floating else []) + anchored
     if not alternatives:
         return None
     try:
         return re.compile(f"^(?:{'|'.join(alternatives)})")
     except re.error:
         return None
-
-
-_ANY_FOLDER = "^(?:.+/)?"
-_NAMED_GROUP = re.compile(r"\(\?P<\w+>")
 
 
 _warned: set[tuple[str, int]] = set()  # bad ignore lines already reported by this process
