@@ -163,3 +163,46 @@ def test_cli_graph_commands(tmp_path: Path, cli) -> None:
     refs = cli("refs", "Shape.name", str(root), "--json").json()
     assert [(r["kind"], r["from"]["qualified_name"]) for r in refs["references"]] == [("call", "Shape.describe")]
     assert cli("callers", "describe", str(root)).code == 1  # nobody calls it
+
+
+def _resolved(index: Index) -> list[tuple[int, int | None, str]]:
+    """Every edge's stored answer, to compare with what a whole re-resolution says."""
+    rows = index.store._db.execute("SELECT id, target_id, resolution FROM edges ORDER BY id")  # type: ignore[attr-defined]
+    return [(int(i), None if t is None else int(t), str(r)) for i, t, r in rows]
+
+
+def _whole_resolution(index: Index) -> list[tuple[int, int | None, str]]:
+    return sorted(resolve_edges(*index.store.resolution_inputs()))
+
+
+@pytest.mark.parametrize("targeted", [False, True])
+def test_re_resolving_only_what_a_change_touched_agrees_with_resolving_everything(
+    tmp_path: Path, store_kind: str, targeted: bool
+) -> None:
+    root = write_tree(tmp_path / "repo", {
+        "a.py": "def helper():\n    pass\n",
+        "b.py": "def main():\n    helper()\n    util()\n",
+        "c.py": "class Box:\n    def get(self):\n        return self.put()\n\n    def put(self):\n        pass\n",
+        "pkg/d.py": "from a import helper\n\ndef run():\n    helper()\n    Box().get()\n",
+    })
+    steps: list[tuple[dict[str, str | None], Resolution | str]] = [
+        ({"e.py": "def helper():\n    return 2\n"}, Resolution.AMBIGUOUS),  # a second helper
+        ({"a.py": None}, Resolution.UNIQUE),  # the first one goes
+        ({"b.py": "def helper():\n    pass\n\ndef main():\n    helper()\n    util()\n"}, Resolution.SAME_FILE),
+        ({"e.py": None, "f.py": "def util():\n    pass\n"}, Resolution.SAME_FILE),  # a rename, and util appears
+        ({"pkg": None}, Resolution.SAME_FILE),  # a whole folder goes
+    ]
+    with Index.open(root, settings=Settings.from_env()) as index:
+        index.refresh(vectors=False)
+        assert _resolved(index) == _whole_resolution(index)
+        for files, main_helper in steps:
+            for rel, text in files.items():
+                target = root / rel
+                if text is None:
+                    shutil.rmtree(target) if target.is_dir() else target.unlink()
+                else:
+                    target.write_text(text)
+            index.refresh(vectors=False, paths=list(files) if targeted else None)
+            assert _resolved(index) == _whole_resolution(index), files
+            _, callees = index.callees("main")
+            assert {r.resolution for r in callees if r.target_name == "helper"} == {main_helper}

@@ -127,3 +127,45 @@ def test_unchanged_refresh_writes_nothing(sample_repo: Path, open_sqlite_index) 
     bump_mtime(sample_repo / "src/lib.rs")
     index.refresh()
     assert watcher.execute("PRAGMA data_version").fetchone()[0] != before
+
+
+def test_a_refresh_of_named_paths_commits_once_and_leaves_every_chunk_with_a_vector(
+    sample_repo: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codewhere.store.sqlite import SqliteStore
+
+    index = open_sqlite_index(sample_repo)
+    index.refresh()
+    cart = sample_repo / "src/shop/cart.py"
+    cart.write_text(cart.read_text() + "\n\ndef apply_voucher_discount(cart, code):\n    return cart\n")
+    (sample_repo / "src/lib.rs").unlink()
+    (sample_repo / "src/new_module.py").write_text("def brand_new_helper():\n    return 42\n")
+    commits = []
+    inner = SqliteStore.transaction
+
+    def counted(self: SqliteStore):
+        if self._db.getautocommit():
+            commits.append(1)
+        return inner(self)
+
+    monkeypatch.setattr(SqliteStore, "transaction", counted)
+    report = index.refresh(paths=["src/shop/cart.py", "src/lib.rs", "src/new_module.py", "src/absent.py"])
+    monkeypatch.undo()
+    assert (report.files_changed, report.files_removed, report.files_added) == (1, 1, 1)
+    assert len(commits) == 1  # files, vectors and edges together: readers never see half of it
+    assert index.store.count_chunks_without_vectors() == 0
+    with index.store.transaction():
+        assert index.store.delete_orphan_vectors() == 0  # the targeted clean-up missed none
+    again = index.refresh()  # the whole walk agrees there is nothing left to do
+    assert (again.files_added, again.files_changed, again.files_removed, again.bytes_read) == (0, 0, 0, 0)
+    assert index.search("brand_new_helper", k=1)[0].path == "src/new_module.py"
+
+
+def test_a_changed_ignore_file_among_the_paths_makes_a_whole_refresh(sample_repo: Path, open_index) -> None:
+    index = open_index(sample_repo)
+    index.refresh()
+    shop = [p for p in index.store.file_states() if p.startswith("src/shop/")]
+    (sample_repo / ".codewhereignore").write_text("src/shop/\n")
+    report = index.refresh(paths=[".codewhereignore"])  # the watcher saw only this file change
+    assert shop and report.files_removed == len(shop) and report.files_added == 1
+    assert not any(p.startswith("src/shop/") for p in index.store.file_states())

@@ -340,3 +340,40 @@ def test_kind_of_with_cached_folders_agrees_with_splitting_the_whole_path(
     assert language_of(path) == expected_language
     language = expected_language if language is None else language
     assert kind_of(path, language) == _reference_kind(path, language)
+
+
+def _under(item_path: str, rel: str) -> bool:
+    bare = item_path.rstrip("/")
+    return bare == rel or bare.startswith(rel + "/")
+
+
+@pytest.mark.parametrize("gitignore", ["auto", "never"])
+def test_scanning_some_paths_says_what_the_whole_walk_says_of_them(tmp_path: Path, gitignore: str) -> None:
+    write_tree(tmp_path, {
+        ".git/HEAD": "ref: refs/heads/main\n",
+        ".git/info/exclude": "excluded.py\n",
+        ".gitignore": "*.log\ngenerated/\n",
+        ".ignore": "private/\n",
+        "app.py": "x = 1\n", "debug.log": "noise\n", "excluded.py": "e\n", "generated/out.py": "y = 2\n",
+        "pkg/.gitignore": "secret.py\n!keep.log\ndeep/skip/\n",
+        "pkg/secret.py": "z = 3\n", "pkg/keep.log": "kept\n", "pkg/mod.py": "w = 4\n",
+        "pkg/deep/skip/a.py": "a\n", "pkg/deep/ok/b.py": "b\n", "pkg/deep/ok/.codewhereignore": "c.py\n",
+        "pkg/deep/ok/c.py": "c\n", "private/key.py": "k\n", "node_modules/x/index.js": "i\n",
+        "vendor/plain/.git/HEAD": "nested\n", "vendor/plain/.gitignore": "*.tmp\n", "vendor/plain/t.tmp": "t\n",
+        "vendor/plain/v.py": "v\n", "package-lock.json": "{}\n", "app.min.js": "m\n",
+    })
+    (tmp_path / "link.py").symlink_to(tmp_path / "app.py")
+    (tmp_path / "pkg" / "loop").symlink_to(tmp_path / "pkg")
+    options = ScanOptions(gitignore=gitignore)
+    whole = list(scan(tmp_path, options))
+    paths = {item.path.rstrip("/") for item in whole}
+    paths |= {str(Path(p).parent) for p in list(paths) if "/" in p}
+    paths |= {"missing.py", "pkg/missing/x.py", "generated/out.py", "private/key.py", "node_modules/x/index.js"}
+    for rel in sorted(paths):
+        # what the walk says of anything at or under `rel`, when the walk reaches it at all
+        expected = sorted((i for i in whole if _under(i.path, rel)), key=lambda i: i.path)
+        got = sorted(scan_module.scan_paths(tmp_path, [rel], options), key=lambda i: i.path)
+        assert got == expected, rel
+    together = sorted(scan_module.scan_paths(tmp_path, ["pkg", "pkg/mod.py", "app.py"], options), key=lambda i: i.path)
+    assert together == sorted((i for i in whole if _under(i.path, "pkg") or i.path == "app.py"), key=lambda i: i.path)
+    assert sorted(scan_module.scan_paths(tmp_path, [""], options), key=lambda i: i.path) == sorted(whole, key=lambda i: i.path)

@@ -242,10 +242,13 @@ class Index:
         wait_seconds: float | None = None,
         vectors: bool = True,
         rebuild: bool = False,
+        paths: Sequence[str] | None = None,
     ) -> IndexReport:
         """Bring the index up to date (and its vectors, unless `vectors` is False); waits for
         another indexer up to `wait_seconds`. `rebuild` builds a new index beside the old one
-        and swaps it in when complete: until then, and if it fails, searches use the old one."""
+        and swaps it in when complete: until then, and if it fails, searches use the old one.
+        `paths` (files or folders, relative to the root) refreshes only those, in one
+        transaction: what a file watcher reports changed."""
         wait = self.settings.lock_wait_seconds if wait_seconds is None else wait_seconds
         # a rebuild may change the model: the new index is checked against nothing
         embedder = (self._load_embedder() if rebuild else self.embedder()) if vectors else None
@@ -256,14 +259,19 @@ class Index:
                 with self.store.rebuilding() as fresh:
                     report = self._refresh(fresh, embedder, progress)
             else:
-                report = self._refresh(self.store, embedder, progress)
+                report = self._refresh(self.store, embedder, progress, paths)
         return report
 
-    def _refresh(self, store: Store, embedder: Embedder | None, progress: Progress | None) -> IndexReport:
+    def _refresh(
+        self, store: Store, embedder: Embedder | None, progress: Progress | None, paths: Sequence[str] | None = None
+    ) -> IndexReport:
         if embedder is not None and store.model() is None:
             store.bind_model(embedder.info)
-        report = indexer.refresh(self.root, store, progress, embedder, self.settings.chunker, self.settings.scan_options)
-        if report.files_kept == 0:
+            paths = None  # a first index is a whole one
+        report = indexer.refresh(
+            self.root, store, progress, embedder, self.settings.chunker, self.settings.scan_options, paths
+        )
+        if report.files_kept == 0 and paths is None:
             skipped = ", ".join(f"{n} {reason}" for reason, n in report.skipped.most_common()) or "the folder is empty"
             hint = "point codewhere at a folder with source files, or check .gitignore, .ignore and .codewhereignore"
             if report.ignored_by:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from codewhere.errors import QueryError
@@ -59,9 +59,11 @@ def resolve_edges(
     return out
 
 
-def refresh_resolution(store: IndexWriter) -> None:
-    """Re-resolve every edge: cheap next to parsing, and edges into changed files stay right."""
-    edges, symbols, imported = store.resolution_inputs()
+def refresh_resolution(store: IndexWriter, names: Collection[str] | None = None, paths: Sequence[str] = ()) -> None:
+    """Re-resolve every edge; or, after a change to the files `paths` that defined or now
+    define `names`, the edges whose answer can have moved: those in the changed files and those
+    naming one of `names` (a name's candidates are all that resolution reads of other files)."""
+    edges, symbols, imported = store.resolution_inputs(None if names is None else sorted(names), paths)
     with store.transaction():
         store.set_edge_targets(resolve_edges(edges, symbols, imported))
 

@@ -6,7 +6,7 @@ import hashlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -16,7 +16,7 @@ from codewhere.embed import Embedder
 from codewhere.embed.base import TruncatingEmbedder
 from codewhere.graph import refresh_resolution
 from codewhere.parse import ParseResult, parse
-from codewhere.scan import ScanOptions, read_source, scan
+from codewhere.scan import IGNORE_FILES, ScanOptions, read_source, scan, scan_paths
 from codewhere.store import FileState, IndexWriter
 from codewhere.tokens import index_tokens, symbol_fts_row
 from codewhere.types import Chunk, FileRecord, Skip, SkipReason
@@ -28,6 +28,9 @@ phases = logging.getLogger("codewhere.phase")
 PHASE_FILES = 50  # a "chunk" phase line every this many files read
 
 BATCH_FILES = 200  # files per transaction: small enough to lose little when killed
+# a run that changed at most this many files re-resolves only the edges it can have moved and
+# looks for orphaned vectors only among the texts it replaced
+INCREMENTAL_FILES = 2_000
 BATCH_CHUNKS = 2_000
 # meta key: the model whose vectors every chunk has; emptied in the transaction that writes chunks
 VECTORS_COMPLETE = "vectors_complete"
@@ -102,6 +105,17 @@ class _Batch:
         self.writes: list[_FileWrite | _SkipWrite] = []
         self.stat_updates: list[FileRecord] = []
         self.chunk_count = 0
+        # what this run changed, for the work after the file pass: the paths written or deleted
+        # and every name they defined before or define now (edge resolution), and the first
+        # chunk id written (vectors: every chunk before it had one when the run began)
+        self.touched_paths: list[str] = []
+        self.touched_names: set[str] = set()
+        self.old_hashes: set[str] = set()  # texts of the chunks replaced: only their vectors can be orphaned
+        self.first_chunk_id: int | None = None
+
+    def small(self) -> bool:
+        """Few enough files changed for the follow-up work to look only at what they touched."""
+        return len(self.touched_paths) <= INCREMENTAL_FILES
 
     def full(self) -> bool:
         return len(self.writes) + len(self.stat_updates) >= BATCH_FILES or self.chunk_count >= BATCH_CHUNKS
@@ -111,16 +125,24 @@ class _Batch:
             return  # an unchanged refresh takes no write lock and writes nothing
         phases.info("write")
         with self.store.transaction():
+            changed = [w.record.path for w in self.writes] + list(deletes or ())
+            if self.small():
+                self.touched_names |= self.store.symbol_names_in(changed)
+                self.old_hashes |= self.store.content_hashes_in(changed)
+            self.touched_paths += changed
             for write in self.writes:
                 if isinstance(write, _SkipWrite):
                     self.store.record_skipped_file(write.record, write.reason)
                     continue
                 record, digest, chunks, parsed = write
                 symbols = parsed.symbols if parsed else ()
-                self.store.replace_file(
+                self.touched_names.update(s.name for s in symbols)
+                ids = self.store.replace_file(
                     record, digest, chunks, [_fts_row(c) for c in chunks], symbols,
                     [symbol_fts_row(s.name, s.qualified_name) for s in symbols], parsed.edges if parsed else (),
                 )
+                if ids:
+                    self.first_chunk_id = min(ids[0], self.first_chunk_id or ids[0])
             for record in self.stat_updates:
                 self.store.update_file_stat(record.path, record.size, record.mtime_ns)
             if deletes:
@@ -138,8 +160,14 @@ def refresh(
     embedder: Embedder | None = None,
     chunker: str = "symbols",
     options: ScanOptions = ScanOptions(),
+    paths: Sequence[str] | None = None,
 ) -> IndexReport:
     """Bring the index of `root` up to date, vectors too when an embedder is given.
+
+    `paths` (relative to the root; files or folders) limits the run to what a file watcher saw
+    change: no walk of the rest of the tree, and the whole change (files, vectors, edges)
+    commits as one transaction, so readers see the index before it or after it, never half.
+    A changed ignore file, or a chunker or scan option change, makes it a whole refresh.
 
     The caller holds the writer lock and has checked that `embedder` is the index's model.
     """
@@ -148,11 +176,34 @@ def refresh(
     report = IndexReport()
     version = chunker_version(chunker)
     before = store.meta()  # read once; only this run writes meta from here on (the caller holds the lock)
+    scan_key = f"minified={options.include_minified}"
+    if paths is not None and (before.get("chunker_version") != version or before.get("scan_options") != scan_key
+                              or any(_changes_rules(path) for path in paths)):
+        paths = None
+    if paths is not None:
+        with store.transaction():
+            _file_pass(root, store, report, progress, chunker, options, before, embedder, paths)
+    else:
+        _file_pass(root, store, report, progress, chunker, options, before, embedder, None)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _changes_rules(path: str) -> bool:
+    """A change to this path can change what the scan keeps elsewhere."""
+    return path.rpartition("/")[2] in IGNORE_FILES or path.strip("/") in ("", ".git/info/exclude", ".git/info")
+
+
+def _file_pass(
+    root: Path, store: IndexWriter, report: IndexReport, progress: Progress | None, chunker: str,
+    options: ScanOptions, before: dict[str, str], embedder: Embedder | None, paths: Sequence[str] | None,
+) -> None:
+    version = chunker_version(chunker)
     if before.get("chunker_version") != version:
         with store.transaction():
             store.clear_files()
             store.set_meta({"chunker_version": version, "chunker": chunker})
-    known = store.file_states()
+    known = store.file_states(None if paths is None else sorted(set(paths)))
     scan_key = f"minified={options.include_minified}"
     if before.get("scan_options") != scan_key:
         # content rules changed: every file is read again (an unchanged hash is not re-chunked)
@@ -162,7 +213,7 @@ def refresh(
     seen: set[str] = set()
     batch = _Batch(store)
     records: list[FileRecord] = []  # the scan first, so the file pass has a total to show
-    for item in scan(root, options):
+    for item in scan(root, options) if paths is None else scan_paths(root, paths, options):
         if isinstance(item, Skip):
             report.skipped[item.reason.value] += 1
             if item.detail:
@@ -186,7 +237,11 @@ def refresh(
         phases.info("edges")
         if progress:
             progress(Step("edges", 0, None))
-        refresh_resolution(store)
+        # only the edges this run can have moved, when every edge was resolved before it
+        if before.get(EDGES_RESOLVED) == "1" and before.get("root") == str(root) and batch.small():
+            refresh_resolution(store, batch.touched_names, batch.touched_paths)
+        else:
+            refresh_resolution(store)
         with store.transaction():
             store.set_meta({"root": str(root), "last_change": str(time.time()), EDGES_RESOLVED: "1"})
     # Looking for chunks without a vector reads every chunk (50 ms on Django): skipped when nothing
@@ -195,20 +250,33 @@ def refresh(
     if embedder is not None and (report.changed or meta.get(VECTORS_COMPLETE) != embedder.info.id):
         truncating = embedder if isinstance(embedder, TruncatingEmbedder) else None
         truncated_before = truncating.documents_truncated if truncating else 0
-        report.vectors_written = fill_vectors(store, embedder, progress)
+        # every chunk had a vector and none was orphaned as the run began (the key is written
+        # after both): only the chunks this run wrote can lack one, only the texts it replaced
+        # can be orphaned
+        after: int | None = 0
+        orphans: set[str] | None = None
+        if before.get(VECTORS_COMPLETE) == embedder.info.id and batch.small():
+            after = batch.first_chunk_id - 1 if batch.first_chunk_id is not None else None
+            orphans = batch.old_hashes
+        if after is not None:
+            report.vectors_written = fill_vectors(store, embedder, progress, after, orphans)
+        else:
+            with store.transaction():
+                store.delete_orphan_vectors(sorted(orphans or ()))
         if truncating is not None:
             report.texts_truncated = truncating.documents_truncated - truncated_before
             report.truncated_at = truncating.max_seq_length
         with store.transaction():
             store.set_meta({VECTORS_COMPLETE: embedder.info.id})
-    report.seconds = time.perf_counter() - started
-    return report
 
 
 VECTOR_BATCH = 256
 
 
-def fill_vectors(store: IndexWriter, embedder: Embedder, progress: Progress | None = None) -> int:
+def fill_vectors(
+    store: IndexWriter, embedder: Embedder, progress: Progress | None = None, after_id: int = 0,
+    orphans_among: set[str] | None = None,
+) -> int:
     """Embed every distinct chunk text that has no vector yet; a page at a time, each committed.
 
     Runs after the file pass, so it also finishes the work of a killed run and of an index first
@@ -216,8 +284,8 @@ def fill_vectors(store: IndexWriter, embedder: Embedder, progress: Progress | No
     deletions make them, and so does a run killed before it dropped its own. Returns how many
     texts were embedded.
     """
-    done, chunks, last_id = 0, 0, 0
-    total = store.count_chunks_without_vectors() if progress else None
+    done, chunks, last_id = 0, 0, after_id
+    total = store.count_chunks_without_vectors(after_id) if progress else None
     while page := store.chunks_without_vectors(VECTOR_BATCH, last_id):
         last_id = page[-1][0]
         distinct = list({h: text for _, h, text in page}.items())  # identical chunks share one vector
@@ -230,7 +298,7 @@ def fill_vectors(store: IndexWriter, embedder: Embedder, progress: Progress | No
         if progress:
             progress(Step("vectors", chunks, max(total or 0, chunks)))
     with store.transaction():
-        store.delete_orphan_vectors()
+        store.delete_orphan_vectors(None if orphans_among is None else sorted(orphans_among))
     return done
 
 

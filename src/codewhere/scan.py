@@ -7,9 +7,11 @@ import errno
 import logging
 import os
 import re
-from collections.abc import Iterator
+import stat
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import pathspec
 
@@ -161,7 +163,7 @@ def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _classify_symlink(entry: os.DirEntry[str], root: str, parent_real: str) -> SkipReason:
+def _classify_symlink(entry: os.DirEntry[str] | _LinkEntry, root: str, parent_real: str) -> SkipReason:
     """Symlinks are never followed: the target is either outside the root or indexed under its own path."""
     try:
         os.stat(entry.path)
@@ -184,11 +186,29 @@ def scan(root: Path, options: ScanOptions = ScanOptions()) -> Iterator[FileRecor
     `.codewhereignore` everywhere.
     """
     root_real = os.path.realpath(root)
+    yield from _walk([_top(root_real, options)], root_real, options)
+
+
+def _top(root_real: str, options: ScanOptions) -> _Folder:
+    """The root folder with its own ignore rules (and git's info/exclude inside a repository)."""
     mode = options.gitignore
     git = mode == "always" or (mode == "auto" and in_git_repository(Path(root_real)))
     top = _load_rules(Path(root_real), "", _ignore_names(git), (Path(root_real, ".git", "info", "exclude"),) if git else ())
-    # (folder, its path from the root, the rules of the folders above it, whether .gitignore counts)
-    stack: list[tuple[str, str, list[_Rules], bool]] = [(root_real, "", [top] if top else [], git)]
+    return _Folder(root_real, "", [top] if top else [], git)
+
+
+class _Folder(NamedTuple):
+    """A folder to walk: its real path, its path from the root, the rules of the folders above
+    it (its own are added when it is listed), and whether .gitignore counts there."""
+
+    path: str
+    rel: str
+    rules: list[_Rules]
+    git: bool
+
+
+def _walk(stack: list[_Folder], root_real: str, options: ScanOptions) -> Iterator[FileRecord | Skip]:
+    mode = options.gitignore
     while stack:
         folder, rel_folder, rules, git = stack.pop()
         try:
@@ -205,7 +225,7 @@ def scan(root: Path, options: ScanOptions = ScanOptions()) -> Iterator[FileRecor
             if not _IGNORE_NAMES.isdisjoint(names):
                 own = _load_rules(Path(folder), rel_folder, _ignore_names(git))
                 rules = [*rules, own] if own else rules
-        subfolders: list[tuple[str, str, list[_Rules], bool]] = []
+        subfolders: list[_Folder] = []
         for entry in entries:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             try:
@@ -217,7 +237,7 @@ def scan(root: Path, options: ScanOptions = ScanOptions()) -> Iterator[FileRecor
                     elif (why := _ignored_by(rules, rel, is_dir=True)) is not None:
                         yield Skip(rel + "/", SkipReason.IGNORED, why)
                     else:
-                        subfolders.append((entry.path, rel, rules, git))
+                        subfolders.append(_Folder(entry.path, rel, rules, git))
                 elif entry.is_file(follow_symlinks=False):
                     yield _check_file(entry, rel, rules, options)
                 else:
@@ -227,11 +247,93 @@ def scan(root: Path, options: ScanOptions = ScanOptions()) -> Iterator[FileRecor
         stack.extend(reversed(subfolders))
 
 
+def scan_paths(root: Path, paths: Iterable[str], options: ScanOptions = ScanOptions()) -> Iterator[FileRecord | Skip]:
+    """What `scan` would say of these paths (relative to `root`) and, for a folder, of
+    everything under it: the same rules, without walking the rest of the tree. A path that
+    does not exist yields nothing; nor does one under a folder the walk would not enter (a
+    symlink, a built-in or ignored folder, a missing one). Each folder's rules are read once."""
+    root_real = os.path.realpath(root)
+    folders: dict[str, _Folder | None] = {"": _top(root_real, options)}
+    wanted = {rel.strip("/") for rel in paths}
+    if "" in wanted:
+        yield from _walk([_top(root_real, options)], root_real, options)
+        return
+    for rel in sorted(wanted):
+        if any(ancestor in wanted for ancestor in _ancestors(rel)):
+            continue  # its folder is walked whole
+        parent = _entered(root_real, rel.rpartition("/")[0], folders, options)
+        if parent is None:
+            continue
+        full = os.path.join(root_real, rel)
+        name = rel.rpartition("/")[2]
+        try:
+            info = os.lstat(full)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            yield Skip(rel, _classify_symlink(_LinkEntry(full), root_real, parent.path))
+        elif stat.S_ISDIR(info.st_mode):
+            if name in SKIPPED_DIRS:
+                yield Skip(rel + "/", SkipReason.BUILTIN_DIR)
+            elif (why := _ignored_by(parent.rules, rel, is_dir=True)) is not None:
+                yield Skip(rel + "/", SkipReason.IGNORED, why)
+            else:
+                yield from _walk([_Folder(full, rel, parent.rules, parent.git)], root_real, options)
+        elif stat.S_ISREG(info.st_mode):
+            yield _check_file(_StatEntry(name, info), rel, parent.rules, options)
+        else:
+            yield Skip(rel, SkipReason.NOT_REGULAR)
+
+
+def _ancestors(rel: str) -> Iterator[str]:
+    """`a/b/c` → `a/b`, `a` (not the root)."""
+    while "/" in rel:
+        rel = rel.rpartition("/")[0]
+        yield rel
+
+
+def _entered(root_real: str, rel: str, folders: dict[str, _Folder | None], options: ScanOptions) -> _Folder | None:
+    """The folder `rel` with the rules that apply inside it, or None when the walk never enters
+    it. Folders above it are decided first, and every answer is kept in `folders`."""
+    if rel in folders:
+        return folders[rel]
+    above = _entered(root_real, rel.rpartition("/")[0], folders, options)
+    folder: _Folder | None = None
+    if above is not None:
+        path, name = os.path.join(root_real, rel), rel.rpartition("/")[2]
+        is_dir = os.path.isdir(path) and not os.path.islink(path)
+        if is_dir and name not in SKIPPED_DIRS and _ignored_by(above.rules, rel, is_dir=True) is None:
+            git = above.git or (options.gitignore == "auto" and os.path.exists(os.path.join(path, ".git")))
+            own_names = [n for n in _ignore_names(git) if os.path.exists(os.path.join(path, n))]
+            own = _load_rules(Path(path), rel, tuple(own_names)) if own_names else None
+            folder = _Folder(path, rel, [*above.rules, own] if own else above.rules, git)
+    folders[rel] = folder
+    return folder
+
+
+class _StatEntry:
+    """The part of os.DirEntry that `_check_file` reads, for a path found by name, not by listing."""
+
+    def __init__(self, name: str, info: os.stat_result) -> None:
+        self.name = name
+        self._info = info
+
+    def stat(self, follow_symlinks: bool = True) -> os.stat_result:
+        return self._info
+
+
+class _LinkEntry:
+    """The part of os.DirEntry that `_classify_symlink` reads."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
 def _ignore_names(git: bool) -> tuple[str, ...]:
     return IGNORE_FILES if git else ALWAYS_IGNORE_FILES
 
 
-def _check_file(entry: os.DirEntry[str], rel: str, rules: list[_Rules], options: ScanOptions) -> FileRecord | Skip:
+def _check_file(entry: os.DirEntry[str] | _StatEntry, rel: str, rules: list[_Rules], options: ScanOptions) -> FileRecord | Skip:
     if entry.name in LOCKFILES:
         return Skip(rel, SkipReason.LOCKFILE)
     if (why := _ignored_by(rules, rel, is_dir=False)) is not None:

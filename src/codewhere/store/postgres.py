@@ -45,6 +45,7 @@ from codewhere.store.base import (
     edge_sources_sql,
     grouped,
     like_escape,
+    path_bounds,
     smallest_chunk_by_line,
     spelled_keys,
     unit_columns,
@@ -409,13 +410,34 @@ class PostgresStore:
 
     # ---- writing files and chunks (call inside transaction()) ----------------------------
 
-    def file_states(self) -> dict[str, FileState]:
+    def file_states(self, under: Sequence[str] | None = None) -> dict[str, FileState]:
         if self._repo_id is None:
             return {}
-        rows = self._db.execute(
-            "SELECT path, size, mtime_ns, hash, skip_reason FROM files WHERE repo_id = %s", (self._repo_id,)
-        )
+        sql = "SELECT path, size, mtime_ns, hash, skip_reason FROM files WHERE repo_id = %s"
+        if under is None:
+            rows = list(self._db.execute(sql, (self._repo_id,)))
+        else:
+            where = " AND (path = %s OR (path > %s AND path < %s))"
+            rows = [row for path in under for row in self._db.execute(sql + where, (self._repo_id, *path_bounds(path)))]
         return {path: FileState(size, mtime, h, skip) for path, size, mtime, h, skip in rows}
+
+    def content_hashes_in(self, paths: Sequence[str]) -> set[str]:
+        if self._repo_id is None:
+            return set()
+        return {h for (h,) in self._db.execute(
+            """SELECT DISTINCT c.content_hash FROM chunks c JOIN files f ON f.id = c.file_id
+               WHERE f.repo_id = %s AND f.path = ANY(%s)""",
+            (self._repo_id, list(paths)),
+        )}
+
+    def symbol_names_in(self, paths: Sequence[str]) -> set[str]:
+        if self._repo_id is None:
+            return set()
+        return {name for (name,) in self._db.execute(
+            """SELECT DISTINCT s.name FROM symbols s JOIN files f ON f.id = s.file_id
+               WHERE f.repo_id = %s AND f.path = ANY(%s)""",
+            (self._repo_id, list(paths)),
+        )}
 
     def _upsert_file(self, record: FileRecord, digest: str | None, skip: SkipReason | None) -> int:
         row = self._db.execute(
@@ -527,13 +549,13 @@ class PostgresStore:
         )
         return [(int(i), h, t) for i, h, t in rows]
 
-    def count_chunks_without_vectors(self) -> int:
+    def count_chunks_without_vectors(self, after_id: int = 0) -> int:
         if self._repo_id is None:
             return 0
         row = self._db.execute(
-            """SELECT count(*) FROM chunks c WHERE c.repo_id = %s AND c.embed_text IS NOT NULL
+            """SELECT count(*) FROM chunks c WHERE c.repo_id = %s AND c.id > %s AND c.embed_text IS NOT NULL
                  AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)""",
-            (self._repo_id,),
+            (self._repo_id, after_id),
         ).fetchone()
         return int(row[0]) if row else 0
 
@@ -545,9 +567,10 @@ class PostgresStore:
                 [(h, _vector_literal(v)) for h, v in zip(hashes, vectors, strict=True)],
             )
 
-    def delete_orphan_vectors(self) -> int:
-        cur = self._db.execute(
-            "DELETE FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)"
+    def delete_orphan_vectors(self, among: Sequence[str] | None = None) -> int:
+        sql = "DELETE FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)"
+        cur = self._db.execute(sql) if among is None else self._db.execute(
+            sql + " AND e.content_hash = ANY(%s)", (sorted(among),)
         )
         return cur.rowcount
 
@@ -594,18 +617,33 @@ class PostgresStore:
 
     # ---- the code graph (this repository) ------------------------------------------------
 
-    def resolution_inputs(self) -> tuple[list[EdgeRow], list[SymbolRef], set[tuple[int, str]]]:
+    def resolution_inputs(
+        self, names: Sequence[str] | None = None, paths: Sequence[str] = ()
+    ) -> tuple[list[EdgeRow], list[SymbolRef], set[tuple[int, str]]]:
         rid = self._repo_id
+        edge_sql = """SELECT e.id, e.file_id, e.kind, e.target_name, coalesce(s.parent, '')
+                      FROM edges e LEFT JOIN symbols s ON s.id = e.source_id WHERE e.repo_id = %s"""
+        if names is None:
+            edges = [EdgeRow(*r) for r in self._db.execute(edge_sql, (rid,))]
+            symbols = [SymbolRef(*r) for r in self._db.execute(
+                "SELECT id, file_id, name, kind, parent FROM symbols WHERE repo_id = %s", (rid,)
+            )]
+            imported = {(int(f), n) for f, n in self._db.execute(
+                "SELECT file_id, target_name FROM edges WHERE repo_id = %s AND kind = 'import'", (rid,)
+            )}
+            return edges, symbols, imported
         edges = [EdgeRow(*r) for r in self._db.execute(
-            """SELECT e.id, e.file_id, e.kind, e.target_name, coalesce(s.parent, '')
-               FROM edges e LEFT JOIN symbols s ON s.id = e.source_id WHERE e.repo_id = %s""",
-            (rid,),
+            edge_sql + """ AND (e.target_name = ANY(%s)
+                           OR e.file_id IN (SELECT id FROM files WHERE repo_id = %s AND path = ANY(%s)))""",
+            (rid, sorted(names), rid, list(paths)),
         )]
         symbols = [SymbolRef(*r) for r in self._db.execute(
-            "SELECT id, file_id, name, kind, parent FROM symbols WHERE repo_id = %s", (rid,)
+            "SELECT id, file_id, name, kind, parent FROM symbols WHERE repo_id = %s AND name = ANY(%s)",
+            (rid, sorted({e.target_name for e in edges})),
         )]
         imported = {(int(f), n) for f, n in self._db.execute(
-            "SELECT file_id, target_name FROM edges WHERE repo_id = %s AND kind = 'import'", (rid,)
+            "SELECT file_id, target_name FROM edges WHERE repo_id = %s AND kind = 'import' AND file_id = ANY(%s)",
+            (rid, sorted({e.file_id for e in edges})),
         )}
         return edges, symbols, imported
 

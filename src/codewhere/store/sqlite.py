@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -39,6 +40,7 @@ from codewhere.store.base import (
     edge_sources_sql,
     grouped,
     like_escape,
+    path_bounds,
     smallest_chunk_by_line,
     spelled_keys,
     unit_columns,
@@ -422,6 +424,10 @@ class SqliteStore:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
+        """One transaction; inside another, part of that one (it commits or rolls back whole)."""
+        if not self._db.getautocommit():
+            yield
+            return
         try:
             self._db.execute("BEGIN IMMEDIATE")
         except apsw.Error as exc:
@@ -456,9 +462,30 @@ class SqliteStore:
 
     # ---- writing files and chunks (call inside transaction()) ----------------------------
 
-    def file_states(self) -> dict[str, FileState]:
-        rows = self._db.execute("SELECT path, size, mtime_ns, hash, skip_reason FROM files")
+    def file_states(self, under: Sequence[str] | None = None) -> dict[str, FileState]:
+        """Every file's state, or (with `under`) those of these paths and of files below them."""
+        sql = "SELECT path, size, mtime_ns, hash, skip_reason FROM files"
+        if under is None:
+            rows = list(self._db.execute(sql))
+        else:
+            where = " WHERE path = ? OR (path > ? AND path < ?)"
+            rows = [row for path in under for row in self._db.execute(sql + where, path_bounds(path))]
         return {path: FileState(size, mtime, h, skip) for path, size, mtime, h, skip in rows}
+
+    def content_hashes_in(self, paths: Sequence[str]) -> set[str]:
+        """The chunk texts of these files (before they are replaced: their vectors may become orphans)."""
+        return {h for (h,) in self._db.execute(
+            "SELECT DISTINCT c.content_hash FROM chunks c JOIN files f ON f.id = c.file_id JOIN json_each(?) j ON f.path = j.value",
+            (json.dumps(list(paths)),),
+        )}
+
+    def symbol_names_in(self, paths: Sequence[str]) -> set[str]:
+        """The names defined in these files (before they are replaced: resolution must revisit
+        every edge that named one of them)."""
+        return {name for (name,) in self._db.execute(
+            "SELECT DISTINCT s.name FROM symbols s JOIN files f ON f.id = s.file_id JOIN json_each(?) j ON f.path = j.value",
+            (json.dumps(list(paths)),),
+        )}
 
     def _upsert_file(self, record: FileRecord, digest: str | None, skip: SkipReason | None) -> int:
         row = self._db.execute(
@@ -582,11 +609,12 @@ class SqliteStore:
         )
         return [(i, h, t) for i, h, t in rows]
 
-    def count_chunks_without_vectors(self) -> int:
+    def count_chunks_without_vectors(self, after_id: int = 0) -> int:
         """How many chunks `chunks_without_vectors` would page through (for a progress total)."""
         row = self._db.execute(
-            """SELECT count(*) FROM chunks c WHERE c.embed_text IS NOT NULL
-                 AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)"""
+            """SELECT count(*) FROM chunks c WHERE c.id > ? AND c.embed_text IS NOT NULL
+                 AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)""",
+            (after_id,),
         ).fetchone()
         return int(row[0]) if row else 0
 
@@ -599,11 +627,16 @@ class SqliteStore:
                 "INSERT INTO vec_chunks(rowid, embedding) VALUES(?, ?)", (row_id, np.asarray(vector, np.float32).tobytes())
             )
 
-    def delete_orphan_vectors(self) -> int:
-        """Drop vectors no chunk uses any more (after edits and deletions)."""
-        orphans = [r[0] for r in self._db.execute(
-            "SELECT id FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)"
-        )]
+    def delete_orphan_vectors(self, among: Sequence[str] | None = None) -> int:
+        """Drop vectors no chunk uses any more (after edits and deletions); only those of the
+        texts `among`, when the caller knows which texts it removed."""
+        orphan_sql = "SELECT id FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)"
+        if among is None:
+            orphans = [r[0] for r in self._db.execute(orphan_sql)]
+        else:
+            orphans = [r[0] for r in self._db.execute(
+                orphan_sql + " AND e.content_hash IN (SELECT value FROM json_each(?))", (json.dumps(sorted(among)),)
+            )]
         for row_id in orphans:
             self._db.execute("DELETE FROM vec_chunks WHERE rowid = ?", (row_id,))
             self._db.execute("DELETE FROM embeddings WHERE id = ?", (row_id,))
@@ -643,14 +676,33 @@ class SqliteStore:
 
     # ---- the code graph ------------------------------------------------------------------
 
-    def resolution_inputs(self) -> tuple[list[EdgeRow], list[SymbolRef], set[tuple[int, str]]]:
-        """Every edge, every symbol (id, file, name, kind) and every (file, imported name)."""
+    def resolution_inputs(
+        self, names: Sequence[str] | None = None, paths: Sequence[str] = ()
+    ) -> tuple[list[EdgeRow], list[SymbolRef], set[tuple[int, str]]]:
+        """Every edge, every symbol (id, file, name, kind) and every (file, imported name); or,
+        given `names`, only the edges naming one of them or lying in one of `paths`, with the
+        symbols and imports those edges can resolve to."""
+        edge_sql = """SELECT e.id, e.file_id, e.kind, e.target_name, coalesce(s.parent, '')
+                      FROM edges e LEFT JOIN symbols s ON s.id = e.source_id"""
+        if names is None:
+            edges = [EdgeRow(*r) for r in self._db.execute(edge_sql)]
+            symbols = [SymbolRef(*r) for r in self._db.execute("SELECT id, file_id, name, kind, parent FROM symbols")]
+            imported = {(f, n) for f, n in self._db.execute("SELECT file_id, target_name FROM edges WHERE kind = 'import'")}
+            return edges, symbols, imported
         edges = [EdgeRow(*r) for r in self._db.execute(
-            """SELECT e.id, e.file_id, e.kind, e.target_name, coalesce(s.parent, '')
-               FROM edges e LEFT JOIN symbols s ON s.id = e.source_id"""
+            edge_sql + """ WHERE e.target_name IN (SELECT value FROM json_each(?1))
+                           OR e.file_id IN (SELECT f.id FROM files f JOIN json_each(?2) j ON f.path = j.value)""",
+            (json.dumps(sorted(names)), json.dumps(list(paths))),
         )]
-        symbols = [SymbolRef(*r) for r in self._db.execute("SELECT id, file_id, name, kind, parent FROM symbols")]
-        imported = {(f, n) for f, n in self._db.execute("SELECT file_id, target_name FROM edges WHERE kind = 'import'")}
+        wanted = json.dumps(sorted({e.target_name for e in edges}))
+        files = json.dumps(sorted({e.file_id for e in edges}))
+        symbols = [SymbolRef(*r) for r in self._db.execute(
+            "SELECT id, file_id, name, kind, parent FROM symbols WHERE name IN (SELECT value FROM json_each(?))", (wanted,)
+        )]
+        imported = {(f, n) for f, n in self._db.execute(
+            "SELECT file_id, target_name FROM edges WHERE kind = 'import' AND file_id IN (SELECT value FROM json_each(?))",
+            (files,),
+        )}
         return edges, symbols, imported
 
     def set_edge_targets(self, rows: Iterable[tuple[int, int | None, str]]) -> None:
