@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Self
 
-from codewhere import graph, indexer
+from codewhere import gitinfo, graph, indexer
 from codewhere.chunk import CHUNKERS
 from codewhere.config import Settings
 from codewhere.embed import Embedder, cross_encoder
@@ -130,6 +130,15 @@ class SearchRequest:
     kinds: tuple[str, ...] | None = None
     repos: tuple[str, ...] = ()
     rerank: bool = True
+
+
+GIT_COMMIT, GIT_BRANCH = "git_commit", "git_branch"  # meta: HEAD when the index last changed ("": no git)
+
+
+def _record_git_head(root: Path, store: Store) -> None:
+    head = gitinfo.state(root)
+    with store.transaction():
+        store.set_meta({GIT_COMMIT: head.commit if head else "", GIT_BRANCH: (head.branch or "(detached)") if head else ""})
 
 
 class Index:
@@ -271,6 +280,8 @@ class Index:
         report = indexer.refresh(
             self.root, store, progress, embedder, self.settings.chunker, self.settings.scan_options, paths
         )
+        if report.changed or GIT_COMMIT not in store.meta():
+            _record_git_head(self.root, store)
         if report.files_kept == 0 and paths is None:
             skipped = ", ".join(f"{n} {reason}" for reason, n in report.skipped.most_common()) or "the folder is empty"
             hint = "point codewhere at a folder with source files, or check .gitignore, .ignore and .codewhereignore"
@@ -473,3 +484,8 @@ class Index:
 
     def status(self) -> StoreStats:
         return self.store.stats()
+
+    def git_state(self) -> gitinfo.GitState | None:
+        """The branch and commit checked out now, and whether tracked files differ from it (the
+        index holds the files as they are: `meta` says which commit the last change came on)."""
+        return gitinfo.state(self.root, dirty=True)

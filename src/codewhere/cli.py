@@ -162,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print-config", choices=["claude", "cursor", "codex", "vscode"],
                    help="print the client configuration snippet instead of serving")
     p.add_argument("--index", metavar="FILE", help="index file (one served folder only)")
+    _add_watch_options(p)
+
+    p = sub.add_parser("watch", help="keep a folder's index current as files change, until interrupted")
+    p.add_argument("paths", nargs="*", default=None, help="folders to watch (default: the enclosing git repository, else .)")
+    p.add_argument("--poll", action="store_true",
+                   help="look for changes by polling (network file systems, where change events do not arrive)")
 
     p = sub.add_parser("model", help="the default embedding model: rebuild it from its weights and check the shipped one")
     model_sub = p.add_subparsers(dest="model_command", required=True, metavar="ACTION")
@@ -181,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the 'open in editor' link, with {path} and {line} (default: vscode://file/{path}:{line}; '' hides it)")
     p.add_argument("--eval", dest="eval_queries", metavar="QUERIES", default=None,
                    help="a query file to score on the page's eval view (as `codewhere eval --report` does)")
+    _add_watch_options(p)
 
     p = sub.add_parser("config", help="print the effective settings and where each came from")
     p.add_argument("path", nargs="?", default=None, help="folder whose codewhere.toml counts (default: the enclosing git repository, else .)")
@@ -194,6 +201,13 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
                              help="no progress on stderr")
     return parser
+
+
+def _add_watch_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-watch", action="store_true",
+                   help="no file watcher: check every file before each answer instead")
+    p.add_argument("--poll", action="store_true",
+                   help="watch by polling (network file systems, where change events do not arrive)")
 
 
 def _open(args: argparse.Namespace, rebuild: bool = False, path: str | None = None, create: bool = True,
@@ -287,8 +301,9 @@ def _cmd_status(args: argparse.Namespace) -> Answer:
     with index:
         stats = index.status()
         repositories = index.repositories() if index.shared else None
-        data = output.status(str(index.root), index.store.location, stats, repositories)
-        lines = render.status_lines(index.root, index.store.location, stats, repositories)
+        git = index.git_state()
+        data = output.status(str(index.root), index.store.location, stats, repositories, git)
+        lines = render.status_lines(index.root, index.store.location, stats, repositories, git)
     return Answer(data, _print_lines(lines))
 
 
@@ -414,6 +429,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     sock = listen(args.host, args.port)  # a taken port is said before any indexing
     with _progress(args) as progress:
         workspace = warm_workspace(roots, progress)
+    if not args.no_watch:
+        workspace.watch(poll=args.poll)
     serve(sock, workspace, args.token, DEFAULT_EDITOR if args.editor is None else args.editor, queries, ready)
     return EXIT_HITS
 
@@ -424,13 +441,24 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     if args.print_config:
         print(client_config(args.print_config, args.paths or [str(default_root())]))
         return EXIT_HITS
-    serve(args.paths or [str(default_root())], redact_secrets=not args.no_redact, index_file=args.index)
+    serve(args.paths or [str(default_root())], redact_secrets=not args.no_redact, index_file=args.index,
+          watch=not args.no_watch, poll=args.poll)
     return EXIT_HITS
+
+
+def _cmd_watch(args: argparse.Namespace) -> int:
+    from codewhere.watch import watch_forever
+
+    roots = [resolve_root(p) for p in (args.paths or [str(default_root())])]
+    with _progress(args) as progress:
+        return watch_forever(roots, progress, poll=args.poll, say=lambda line: err_console.print(
+            f"codewhere: {line}", highlight=False, markup=False, soft_wrap=True))
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], Answer | int]] = {
     "mcp": _cmd_mcp,
     "serve": _cmd_serve,
+    "watch": _cmd_watch,
     "model": _cmd_model,
     "config": _cmd_config,
     "index": _cmd_index, "search": _cmd_search, "eval": _cmd_eval, "status": _cmd_status,

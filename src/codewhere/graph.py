@@ -36,14 +36,24 @@ def resolve_edges(
     by_name: dict[str, list[SymbolRef]] = defaultdict(list)
     for symbol in symbols:
         by_name[symbol.name].append(symbol)
+    # an edge kind's candidates for a name, and those by file: worked out once per name, not per
+    # edge (`__init__` or `get` has hundreds of symbols and thousands of edges)
+    seen: dict[tuple[str, str], tuple[list[SymbolRef], dict[int, list[SymbolRef]]]] = {}
     out: list[tuple[int, int | None, str]] = []
     for edge in edges:
-        candidates = by_name.get(edge.target_name, [])
-        if edge.kind == "call":
-            candidates = [s for s in candidates if s.kind in CALLABLE]
-        elif edge.kind == "inherit":
-            candidates = [s for s in candidates if s.kind in TYPE_LIKE]
-        same_file = [s for s in candidates if s.file_id == edge.file_id]
+        key = (edge.target_name, edge.kind if edge.kind in ("call", "inherit") else "")
+        if key not in seen:
+            candidates = by_name.get(edge.target_name, [])
+            if edge.kind == "call":
+                candidates = [s for s in candidates if s.kind in CALLABLE]
+            elif edge.kind == "inherit":
+                candidates = [s for s in candidates if s.kind in TYPE_LIKE]
+            by_file: dict[int, list[SymbolRef]] = defaultdict(list)
+            for s in candidates:
+                by_file[s.file_id].append(s)
+            seen[key] = candidates, by_file
+        candidates, by_file = seen[key]
+        same_file = by_file.get(edge.file_id, [])
         same_class = [s for s in same_file if edge.source_parent and s.parent == edge.source_parent]
         if edge.kind == "call" and same_class:
             out.append((edge.id, same_class[0].id, Resolution.SAME_FILE))

@@ -109,7 +109,10 @@ def build_server(workspace: Workspace) -> MCPServer:
             request = SearchRequest(query, k=k, mode=mode, scopes=tuple(scopes), kinds=None if kinds is None else tuple(kinds))
             with workspace.deadline(index):
                 hits = index.run(request)
-            return SearchOut(query=query, **size_hits(hits, max_tokens, workspace.redact_secrets))
+            out = SearchOut(query=query, **size_hits(hits, max_tokens, workspace.redact_secrets))
+            if note := workspace.freshness(index.root):
+                out["index"] = f"answered from the last committed state; the watcher is {note}"
+            return out
         return await call(ctx, go)
 
     @server.tool()
@@ -180,7 +183,8 @@ def build_server(workspace: Workspace) -> MCPServer:
         def go(progress: Progress | None) -> StatusOut:
             index, _ = workspace.index_for(path)
             return output.status(str(index.root), index.store.location, index.status(),
-                                 index.repositories() if index.shared else None)
+                                 index.repositories() if index.shared else None, index.git_state(),
+                                 workspace.watch_state(index.root))
         return await call(None, go)
 
     @server.tool()
@@ -213,8 +217,14 @@ def client_config(client: str, roots: list[str]) -> str:
     return json.dumps({"mcpServers": {"codewhere": entry}}, indent=2)
 
 
-def serve(roots: list[str], redact_secrets: bool = True, index_file: str | None = None) -> None:
+def serve(roots: list[str], redact_secrets: bool = True, index_file: str | None = None, watch: bool = True,
+          poll: bool = False) -> None:
     from codewhere.api import resolve_root
 
     workspace = Workspace([resolve_root(r) for r in roots], redact_secrets, index_file)
-    build_server(workspace).run("stdio")
+    if watch:
+        workspace.watch(poll=poll)
+    try:
+        build_server(workspace).run("stdio")
+    finally:
+        workspace.close()

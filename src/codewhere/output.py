@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from typing_extensions import NotRequired, TypedDict
 
+from codewhere.gitinfo import GitState
 from codewhere.graph import Impact, Reference
 from codewhere.indexer import IndexReport
 from codewhere.store import StoreStats
@@ -48,6 +49,7 @@ class SearchOut(TypedDict):
     hits: list[HitOut]
     trimmed: NotRequired[bool]  # MCP: snippets were cut to fit the answer's token budget
     dropped: NotRequired[int]  # MCP: hits left out to fit it
+    index: NotRequired[str]  # MCP: the index was being refreshed as this answer was given, and how far
 
 
 class SymbolOut(TypedDict):
@@ -143,6 +145,12 @@ def report(r: IndexReport, stats: StoreStats) -> ReportOut:
                      chunks=stats.chunks, seconds=round(r.seconds, 4))
 
 
+class GitOut(TypedDict):
+    branch: str | None  # None: a detached HEAD
+    commit: str
+    dirty: bool | None  # tracked files differ from the commit (the index holds them as they are)
+
+
 class StatusOut(TypedDict):
     """What an index holds."""
 
@@ -158,14 +166,21 @@ class StatusOut(TypedDict):
     kinds: NotRequired[dict[str, int]]
     languages: NotRequired[dict[str, int]]
     meta: NotRequired[dict[str, str]]
+    git: NotRequired[GitOut]  # what is checked out now (meta's git_commit: when the index last changed)
+    watch: NotRequired[str]  # a server's file watcher: watching, refreshing (how far), unavailable (why)
 
 
-def status(root: str, location: str, stats: StoreStats, repositories: list[str] | None = None) -> StatusOut:
+def status(root: str, location: str, stats: StoreStats, repositories: list[str] | None = None,
+           git: GitState | None = None, watch: str | None = None) -> StatusOut:
     out = StatusOut(root=root, indexed=True, index=location, files=stats.files, chunks=stats.chunks, bytes=stats.bytes,
                     model=stats.meta.get("model_id"), skipped_by_content=stats.skipped, kinds=stats.kinds,
                     languages=stats.languages, meta=stats.meta)
     if repositories is not None:
         out["repositories"] = repositories
+    if git is not None:
+        out["git"] = GitOut(branch=git.branch, commit=git.commit, dirty=git.dirty)
+    if watch is not None:
+        out["watch"] = watch
     return out
 
 

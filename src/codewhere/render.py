@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from codewhere.evaluate import EvalResult
+from codewhere.gitinfo import GitState
 from codewhere.graph import Reference
 from codewhere.indexer import IndexReport
 from codewhere.store import StoreStats
@@ -83,18 +84,30 @@ def report_lines(report: IndexReport, stats: StoreStats) -> list[str]:
          if report.truncated_at else [])
 
 
-def status_lines(root: Path, index_path: str, stats: StoreStats, repositories: list[str] | None = None) -> list[str]:
+def status_lines(root: Path, index_path: str, stats: StoreStats, repositories: list[str] | None = None,
+                 git: GitState | None = None) -> list[str]:
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.kinds.items()))
     langs = ", ".join(f"{lang or 'other'} {n}" for lang, n in list(stats.languages.items())[:8])
     return [
         f"root: {root}",
         f"index: {index_path}",
         *([f"repositories in this database: {', '.join(repositories) or 'none yet'}"] if repositories is not None else []),
+        *([git_line(git, stats.meta)] if git is not None else []),
         f"files: {stats.files} ({kinds}); {stats.bytes:,} bytes; chunks: {stats.chunks}",
         f"languages: {langs}",
         # an emptied key (vectors_complete after chunks were written) says nothing
-        *(f"{key}: {value}" for key, value in sorted(stats.meta.items()) if value and key not in {"created_at", "last_change"}),
+        *(f"{key}: {value}" for key, value in sorted(stats.meta.items()) if value and key not in {"created_at", "last_change", "git_commit", "git_branch"}),
     ]
+
+
+def git_line(git: GitState, meta: dict[str, str]) -> str:
+    """`git: main at 1a2b3c4d5e6f, tracked files changed (indexed as they are)`."""
+    where = f"{git.branch or 'detached HEAD'} at {git.commit[:12]}"
+    indexed = meta.get("git_commit")
+    if indexed and indexed != git.commit:
+        where += f" (the index last changed on {indexed[:12]})"
+    state = {True: ", tracked files changed (indexed as they are)", False: ", clean", None: ""}[git.dirty]
+    return f"git: {where}{state}"
 
 
 def eval_table(result: EvalResult, depth: int) -> Table:

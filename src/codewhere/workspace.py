@@ -6,12 +6,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
 from codewhere.api import Index
 from codewhere.errors import CodewhereError, QueryError, ServerBusyError
 from codewhere.indexer import Progress
+from codewhere.watch import STOPPED, UNAVAILABLE, WATCHING, Watcher
 
 T = TypeVar("T")
 
@@ -29,6 +31,32 @@ class Workspace:
         self._indexes: dict[Path, Index] = {}
         self._index_file = index_file
         self._turn = threading.Lock()
+        self._watchers: dict[Path, Watcher] = {}
+
+    def watch(self, poll: bool = False) -> None:
+        """Keep every root's index current from file-system events, in threads beside the
+        answers: a question then walks no tree and waits for no refresh (store/warm.py picks up
+        each commit). A root that cannot be watched is checked before each answer, as without."""
+        for root in self.roots:
+            if root not in self._watchers:
+                self._watchers[root] = Watcher(root, partial(self._writer, root), poll=poll).start()
+
+    def _writer(self, root: Path) -> Index:
+        """The watcher's own index of `root`: its own connection, its writes beside the readers'."""
+        return Index.open(root, self._index_file if len(self.roots) == 1 else None)
+
+    def watch_state(self, root: Path) -> str | None:
+        """The watcher of `root` in words, or None when there is none."""
+        watcher = self._watchers.get(root)
+        return None if watcher is None else watcher.status.describe()
+
+    def freshness(self, root: Path | None = None) -> str | None:
+        """What the watcher of `root` is doing, when an answer should say it (a refresh running,
+        the watch unavailable); None when the index is simply current."""
+        watcher = self._watchers.get(root or self.roots[0])
+        if watcher is None or watcher.status.state == WATCHING:
+            return None
+        return watcher.status.describe()
 
     def index_for(self, path: str | None = None, progress: Progress | None = None) -> tuple[Index, str | None]:
         """The index whose root holds `path` (refreshed), and `path` relative to that root."""
@@ -43,8 +71,18 @@ class Workspace:
         if root not in self._indexes:
             self._indexes[root] = Index.open(root, self._index_file if len(self.roots) == 1 else None, warm=True)
         index = self._indexes[root]
-        if not index.shared:  # a team index is kept fresh by its indexers, not by readers
-            index.refresh_if_free(progress, vectors=True)
+        if index.shared:  # a team index is kept fresh by its indexers, not by readers
+            return index
+        watcher = self._watchers.get(root)
+        if watcher is None or watcher.status.state in (UNAVAILABLE, STOPPED):
+            return self._checked(index, progress)  # no watch: look at every file before answering
+        if not watcher.live() and "root" not in index.store.meta() and not watcher.wait_ready(progress):
+            return self._checked(index, progress)  # the first index is being built: wait for it
+        return index  # current, or catching up: the last commit answers (`freshness` says which)
+
+    @staticmethod
+    def _checked(index: Index, progress: Progress | None) -> Index:
+        index.refresh_if_free(progress, vectors=True)
         return index
 
     def confine(self, path: str) -> tuple[Path, str]:
@@ -87,6 +125,9 @@ class Workspace:
             index.store.interrupt()
 
     def close(self) -> None:
+        for watcher in self._watchers.values():
+            watcher.stop()
+        self._watchers.clear()
         for index in self._indexes.values():
             index.close()
         self._indexes.clear()

@@ -218,7 +218,6 @@ class WarmSource(Protocol):
     def read_snapshot(self) -> AbstractContextManager[None]: ...  # the reads inside see one state
     def file_chunk_ranges(self) -> dict[int, tuple[object, ...]]: ...  # file id → path, hash, kind, language, chunk id range
     def rows_of_files(self, file_ids: Sequence[int] | None) -> Iterator[tuple[int, ChunkRow]]: ...  # None: every file
-    def call_targets(self) -> dict[int, list[int]]: ...  # every chunk's resolved call targets
 
 
 class GraphReader(Protocol):

@@ -808,9 +808,6 @@ class PostgresStore:
         for row in self._db.execute(f"{_CHUNK_ROW_SQL} {where}", (*_CHUNK_ROW_PARAMS, *params)):
             yield int(row[-1]), chunk_row(row)
 
-    def call_targets(self) -> dict[int, list[int]]:
-        return grouped(self._db.execute(_CALL_TARGETS_SQL))
-
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
         if not chunk_ids:
             return {}

@@ -841,9 +841,6 @@ class SqliteStore:
             for row in self._db.execute(sql, params):
                 yield row[-1], chunk_row(row)
 
-    def call_targets(self) -> dict[int, list[int]]:
-        return grouped(self._db.execute(_CALL_TARGETS_SQL))
-
     def chunk_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, ChunkRow]:
         """The chunks the filters let through, with the names they define and mention."""
         if not ids:

@@ -1,0 +1,49 @@
+"""What git says of a folder: its git directory, the branch and commit checked out, whether the
+work tree differs from it. Read with the `git` program when there is one; a folder outside a
+repository, or a machine without git, has no answer, never an error."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+GIT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class GitState:
+    branch: str | None  # None when HEAD is detached
+    commit: str
+    dirty: bool | None = None  # None when not asked
+
+
+def _git(root: Path, *args: str) -> str | None:
+    if shutil.which("git") is None:
+        return None
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=GIT_SECONDS,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def git_dir(root: Path) -> Path | None:
+    """The folder git keeps this work tree's state in (`.git`, or a worktree's own folder)."""
+    found = _git(root, "rev-parse", "--absolute-git-dir")
+    return Path(found) if found else None
+
+
+def state(root: Path, dirty: bool = False) -> GitState | None:
+    """The branch and commit checked out in `root`; with `dirty`, whether tracked files differ."""
+    head = _git(root, "rev-parse", "HEAD", "--abbrev-ref", "HEAD")  # the commit, then the branch
+    if head is None:
+        return None
+    commit, _, branch = head.partition("\n")
+    changed = None
+    if dirty:
+        porcelain = _git(root, "status", "--porcelain", "--untracked-files=no")
+        changed = None if porcelain is None else bool(porcelain)
+    return GitState(None if branch == "HEAD" else branch, commit, changed)
