@@ -535,3 +535,32 @@ def test_a_rebuild_of_an_empty_index_builds_in_place(sample_repo: Path, monkeypa
         assert index.refresh(rebuild=True).files_added == len(SAMPLE_REPO)
         assert index.status().files == len(SAMPLE_REPO)
     assert not Path(f"{index_file(sample_repo)}.rebuild").exists()
+
+
+def test_two_openers_of_a_new_index_at_once_both_get_it(tmp_path: Path) -> None:
+    """The MCP server's watcher and its first question open a never-built index together."""
+    import threading
+
+    from codewhere.store.sqlite import SqliteStore
+
+    path = tmp_path / "index.sqlite"
+    for _ in range(20):
+        path.unlink(missing_ok=True)
+        barrier, errors, stores = threading.Barrier(4), [], []
+
+        def open_it() -> None:
+            barrier.wait()
+            try:
+                stores.append(SqliteStore.open(path))
+            except Exception as exc:  # noqa: BLE001 — the test reports whichever it was
+                errors.append(exc)
+
+        threads = [threading.Thread(target=open_it) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, errors
+        assert {s.meta()["schema_version"] for s in stores} == {stores[0].meta()["schema_version"]}
+        for store in stores:
+            store.close()

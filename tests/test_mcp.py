@@ -143,3 +143,26 @@ def test_print_config(cli, tmp_path: Path) -> None:
     assert claude["mcpServers"]["codewhere"]["args"] == ["mcp", str(tmp_path.resolve())]
     assert "[mcp_servers.codewhere]" in cli("mcp", "--print-config", "codex", str(tmp_path)).out
     assert json.loads(cli("mcp", "--print-config", "vscode", str(tmp_path)).out)["servers"]["codewhere"]["type"] == "stdio"
+
+
+def test_the_server_watches_its_folder_and_answers_without_walking_it(tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+
+    async def body(session: ClientSession) -> None:
+        assert payload(await session.call_tool("search", {"query": "charge_credit_card"}))["hits"]
+        status = payload(await session.call_tool("index_status", {}))
+        assert status["watch"] == "watching" and status["git"]["branch"] == "main"
+        (root / "src/shop/loyalty.py").write_text("def award_loyalty_points(user):\n    return 10\n")
+        end = time.monotonic() + 20
+        while True:  # the watcher applies it beside the answers: poll, with a deadline
+            hits = payload(await session.call_tool("search", {"query": "award_loyalty_points", "mode": "keyword"}))["hits"]
+            if hits and hits[0]["path"] == "src/shop/loyalty.py":
+                break
+            assert time.monotonic() < end, "the saved file was not searchable within 20 s"
+            await anyio.sleep(0.05)
+
+    anyio.run(session_run, root, body)

@@ -15,7 +15,7 @@ GIT_SECONDS = 10.0
 @dataclass(frozen=True)
 class GitState:
     branch: str | None  # None when HEAD is detached
-    commit: str
+    commit: str  # "" before the first commit
     dirty: bool | None = None  # None when not asked
 
 
@@ -39,9 +39,12 @@ def git_dir(root: Path) -> Path | None:
 def state(root: Path, dirty: bool = False) -> GitState | None:
     """The branch and commit checked out in `root`; with `dirty`, whether tracked files differ."""
     head = _git(root, "rev-parse", "HEAD", "--abbrev-ref", "HEAD")  # the commit, then the branch
-    if head is None:
+    if head is not None:
+        commit, _, branch = head.partition("\n")
+    elif (unborn := _git(root, "symbolic-ref", "--short", "HEAD")) is not None:
+        commit, branch = "", unborn  # a repository without a commit yet
+    else:
         return None
-    commit, _, branch = head.partition("\n")
     changed = None
     if dirty:
         porcelain = _git(root, "status", "--porcelain", "--untracked-files=no")

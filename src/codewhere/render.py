@@ -102,7 +102,7 @@ def status_lines(root: Path, index_path: str, stats: StoreStats, repositories: l
 
 def git_line(git: GitState, meta: dict[str, str]) -> str:
     """`git: main at 1a2b3c4d5e6f, tracked files changed (indexed as they are)`."""
-    where = f"{git.branch or 'detached HEAD'} at {git.commit[:12]}"
+    where = f"{git.branch or 'detached HEAD'} at {git.commit[:12] or '(no commit yet)'}"
     indexed = meta.get("git_commit")
     if indexed and indexed != git.commit:
         where += f" (the index last changed on {indexed[:12]})"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -98,14 +99,20 @@ class Watcher:
 
     def wait_ready(self, progress: Progress | None = None, timeout: float | None = None) -> bool:
         """Block until the first catch-up is done (True) or the watch gave up (False), passing
-        the catch-up's progress to `progress`."""
-        if progress is not None:
-            self._progress_listeners.append(progress)
+        every step of the catch-up to `progress` in the waiting thread (an MCP call's progress
+        must be sent from its own worker thread)."""
+        steps: queue.SimpleQueue[Step] = queue.SimpleQueue()
+        self._progress_listeners.append(steps.put)
+        end = None if timeout is None else time.monotonic() + timeout
         try:
-            self._ready.wait(timeout)
+            while True:
+                done = self._ready.wait(WAKE_MS / 1000)
+                while progress is not None and not steps.empty():
+                    progress(steps.get_nowait())
+                if done or (end is not None and time.monotonic() >= end):
+                    break
         finally:
-            if progress is not None:
-                self._progress_listeners.remove(progress)
+            self._progress_listeners.remove(steps.put)
         return self.live()
 
     def wait_applied(self, count: int, timeout: float) -> bool:
@@ -213,7 +220,8 @@ class Watcher:
             if path in self._ignored or not path.startswith(prefix):
                 continue
             rel = path[len(prefix):].replace(os.sep, "/")
-            if not SKIPPED_DIRS.isdisjoint(rel.split("/")[:-1]):
+            parts = rel.split("/")
+            if not SKIPPED_DIRS.isdisjoint(parts[:-1]) or (parts[-1] in SKIPPED_DIRS and not os.path.isfile(path)):
                 continue  # .git internals, node_modules, build output: nothing there is indexed
             kept.add(rel)
         return kept

@@ -3,6 +3,8 @@ indexes, one question at a time, and the rule that every path stays inside a ser
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +21,7 @@ T = TypeVar("T")
 
 QUERY_SECONDS = 30.0  # a question (not the refresh before it) running longer is stopped
 BUSY_SECONDS = 60.0  # a call waits this long for the one before it, then says the server is busy
+SETTLE_SECONDS = 2.0  # a one-file question waits this long for a running refresh to let go of the index
 
 
 class Workspace:
@@ -64,7 +67,29 @@ class Workspace:
             root, rel = self.roots[0], None
         else:
             root, rel = self.confine(path)
-        return self.open(root, progress), rel
+        index = self.open(root, progress)
+        if rel and root in self._watchers and self._watchers[root].live():
+            self._settle(index, rel)
+        return index, rel
+
+    @staticmethod
+    def _settle(index: Index, rel: str) -> None:
+        """A question about one file sees it as it is on disk, even in the moment between a save
+        and the watcher's refresh (an agent reads the lines it has just written): a file whose
+        size or time differs from the index is refreshed first, alone."""
+        try:
+            info = os.stat(index.root / rel)
+        except OSError:
+            info = None
+        if info is not None and not stat.S_ISREG(info.st_mode):
+            return
+        known = index.store.file_states(under=[rel]).get(rel)
+        current = None if info is None else (info.st_size, info.st_mtime_ns)
+        if (None if known is None else (known.size, known.mtime_ns)) != current:
+            try:
+                index.refresh(paths=[rel], wait_seconds=SETTLE_SECONDS)
+            except CodewhereError:
+                pass  # the watcher is mid-refresh and will have it: answer from the last commit
 
     def open(self, root: Path, progress: Progress | None = None) -> Index:
         """The index of one served root, opened once and refreshed before each use."""

@@ -163,14 +163,27 @@ def _mapped(path: Path, exc: apsw.Error) -> CodewhereError | None:
 def _configure(db: apsw.Connection) -> None:
     """Every connection that writes: WAL (readers go on during writes), commits that survive a
     killed process, foreign keys (a file's rows go with it)."""
-    db.execute("PRAGMA journal_mode=WAL")
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:  # SQLite answers BUSY here at once, without its busy handler, while another
+            db.execute("PRAGMA journal_mode=WAL")  # connection sets up a new file
+            break
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("PRAGMA foreign_keys=ON")
 
 
 def _identity(db: apsw.Connection) -> tuple[int, int]:
     """(application id, number of schema objects): whose file this is, and whether it is empty."""
-    return int(db.execute("PRAGMA application_id").get), int(db.execute("SELECT count(*) FROM sqlite_master").get)
+    # one statement, one snapshot: read apart, another connection's commit of a new index could
+    # fall between the two and make it look like someone else's file
+    app_id, objects = db.execute(
+        "SELECT (SELECT application_id FROM pragma_application_id()), (SELECT count(*) FROM sqlite_master)"
+    ).fetchone()
+    return int(app_id), int(objects)
 
 
 def _corrupt(path: Path) -> IndexFileError:
@@ -411,6 +424,8 @@ class SqliteStore:
 
     def _create(self) -> None:
         with self.transaction():
+            if _identity(self._db)[1]:
+                return  # another connection created it between our look and our write lock
             self._db.execute(f"PRAGMA application_id={APPLICATION_ID}")
             self._db.execute(_SCHEMA)
             self._db.execute("INSERT INTO meta VALUES('schema_version', ?)", (SCHEMA_VERSION,))
