@@ -180,10 +180,11 @@ def _identity(db: apsw.Connection) -> tuple[int, int]:
     """(application id, number of schema objects): whose file this is, and whether it is empty."""
     # one statement, one snapshot: read apart, another connection's commit of a new index could
     # fall between the two and make it look like someone else's file
-    app_id, objects = db.execute(
+    row = db.execute(
         "SELECT (SELECT application_id FROM pragma_application_id()), (SELECT count(*) FROM sqlite_master)"
     ).fetchone()
-    return int(app_id), int(objects)
+    assert row is not None  # a SELECT of two values always has its row
+    return int(row[0]), int(row[1])
 
 
 def _corrupt(path: Path) -> IndexFileError:
