@@ -3,7 +3,8 @@
     python benchmarks/mcp_bench.py --requests-mirror PATH [--django] [--runs 5]
 
 Starts `codewhere mcp ROOT` with a fresh cache and talks to it with the official SDK client over
-stdio. Tokens are counted as characters / 4 for the search answer, and for the alternative an
+stdio, once with its file watcher (the default) and once with `--no-watch` (each answer checks
+every file first, as before the watcher), in the same run. Tokens are counted as characters / 4 for the search answer, and for the alternative an
 agent has without it: reading every file that holds one of the top hits.
 """
 
@@ -35,11 +36,12 @@ QUERIES = {
 }
 
 
-async def measure(root: Path, queries: list[str], runs: int) -> dict[str, object]:
+async def measure(root: Path, queries: list[str], runs: int, watch: bool = True) -> dict[str, object]:
     env = dict(os.environ)
     env["CODEWHERE_CACHE_DIR"] = tempfile.mkdtemp()
     env["CODEWHERE_MODELS_DIR"] = str(Settings.from_env().model_cache)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "codewhere", "mcp", str(root)], env=env)
+    args = ["-m", "codewhere", "mcp", str(root), *([] if watch else ["--no-watch"])]
+    params = StdioServerParameters(command=sys.executable, args=args, env=env)
     async with stdio_client(params) as streams:
         async with ClientSession(*streams) as session:
             await session.initialize()
@@ -77,9 +79,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     ensure_default_model(Settings.from_env().model_cache)
-    results = {"requests 2.32.3": anyio.run(measure, requests_corpus(args.requests_mirror), QUERIES["requests"], args.runs)}
+    corpora = [("requests 2.32.3", requests_corpus(args.requests_mirror), QUERIES["requests"])]
     if args.django:
-        results["Django 5.1.4"] = anyio.run(measure, from_sdist("Django", "5.1.4"), QUERIES["django"], args.runs)
+        corpora.append(("Django 5.1.4", from_sdist("Django", "5.1.4"), QUERIES["django"]))
+    results: dict[str, object] = {}
+    for name, root, queries in corpora:
+        watched = anyio.run(measure, root, queries, args.runs, True)
+        checked = anyio.run(measure, root, queries, args.runs, False)
+        ratio = float(watched["warm_search_p50_ms"]) / float(checked["warm_search_p50_ms"])  # type: ignore[arg-type]
+        results[name] = {"watcher": watched, "no watcher": checked, "warm p50 watcher / no watcher": round(ratio, 3)}
     print(json.dumps(results, indent=1))
 
 

@@ -186,6 +186,9 @@ def test_re_resolving_only_what_a_change_touched_agrees_with_resolving_everythin
         "pkg/d.py": "from a import helper\n\ndef run():\n    helper()\n    Box().get()\n",
     })
     steps: list[tuple[dict[str, str | None], Resolution | str]] = [
+        # the same symbols, new ids: edges into them (d.py's Box) follow without being resolved again
+        ({"c.py": "# moved down\nclass Box:\n    def get(self):\n        return self.put()\n\n    def put(self):\n        return 1\n"},
+         Resolution.UNIQUE),
         ({"e.py": "def helper():\n    return 2\n"}, Resolution.AMBIGUOUS),  # a second helper
         ({"a.py": None}, Resolution.UNIQUE),  # the first one goes
         ({"b.py": "def helper():\n    pass\n\ndef main():\n    helper()\n    util()\n"}, Resolution.SAME_FILE),
@@ -206,3 +209,7 @@ def test_re_resolving_only_what_a_change_touched_agrees_with_resolving_everythin
             assert _resolved(index) == _whole_resolution(index), files
             _, callees = index.callees("main")
             assert {r.resolution for r in callees if r.target_name == "helper"} == {main_helper}
+            if "pkg" not in files:
+                _, run_calls = index.callees("run")
+                box = [r.target for r in run_calls if r.target_name == "Box"]
+                assert box and box[0] is not None and box[0].start_line == 2  # the moved class, not a stale id

@@ -137,8 +137,11 @@ GIT_COMMIT, GIT_BRANCH = "git_commit", "git_branch"  # meta: HEAD when the index
 
 def _record_git_head(root: Path, store: Store) -> None:
     head = gitinfo.state(root)
-    with store.transaction():
-        store.set_meta({GIT_COMMIT: head.commit if head else "", GIT_BRANCH: (head.branch or "(detached)") if head else ""})
+    values = {GIT_COMMIT: head.commit if head else "", GIT_BRANCH: (head.branch or "(detached)") if head else ""}
+    meta = store.meta()
+    if any(meta.get(key) != value for key, value in values.items()):
+        with store.transaction():
+            store.set_meta(values)
 
 
 class Index:

@@ -69,6 +69,31 @@ def resolve_edges(
     return out
 
 
+def carried_over(old: Iterable[SymbolRef], new: Iterable[SymbolRef]) -> tuple[set[str], list[tuple[int, int]]]:
+    """What a rewrite of some files (their symbols before, `old`, and after, `new`) does to edge
+    resolution: the names whose candidates changed (their edges must be resolved again), and
+    for every other name, (old id, new id) of each symbol that only changed its id, so edges
+    into it can follow it. Resolution reads a candidate's file, kind and parent, and the order
+    of candidates within one file: a name whose candidates agree on all of those, in id order,
+    resolves every edge to the same place."""
+    def by_name(symbols: Iterable[SymbolRef]) -> dict[str, list[SymbolRef]]:
+        grouped: dict[str, list[SymbolRef]] = defaultdict(list)
+        for symbol in sorted(symbols, key=lambda s: s.id):
+            grouped[symbol.name].append(symbol)
+        return grouped
+
+    before, after = by_name(old), by_name(new)
+    changed: set[str] = set()
+    moves: list[tuple[int, int]] = []
+    for name in before.keys() | after.keys():
+        was, now = before.get(name, []), after.get(name, [])
+        if [(s.file_id, s.kind, s.parent) for s in was] != [(s.file_id, s.kind, s.parent) for s in now]:
+            changed.add(name)
+        else:
+            moves += [(a.id, b.id) for a, b in zip(was, now, strict=True) if a.id != b.id]
+    return changed, moves
+
+
 def refresh_resolution(store: IndexWriter, names: Collection[str] | None = None, paths: Sequence[str] = ()) -> None:
     """Re-resolve every edge; or, after a change to the files `paths` that defined or now
     define `names`, the edges whose answer can have moved: those in the changed files and those

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from codewhere.chunk import chunk_source, chunker_version
 from codewhere.embed import Embedder
 from codewhere.embed.base import TruncatingEmbedder
-from codewhere.graph import refresh_resolution
+from codewhere.graph import carried_over, refresh_resolution
 from codewhere.parse import ParseResult, parse
 from codewhere.scan import IGNORE_FILES, ScanOptions, read_source, scan, scan_paths
 from codewhere.store import FileState, IndexWriter
@@ -106,7 +106,7 @@ class _Batch:
         self.stat_updates: list[FileRecord] = []
         self.chunk_count = 0
         # what this run changed, for the work after the file pass: the paths written or deleted
-        # and every name they defined before or define now (edge resolution), and the first
+        # and the names whose candidates they changed (edge resolution), and the first
         # chunk id written (vectors: every chunk before it had one when the run began)
         self.touched_paths: list[str] = []
         self.touched_names: set[str] = set()
@@ -126,8 +126,9 @@ class _Batch:
         phases.info("write")
         with self.store.transaction():
             changed = [w.record.path for w in self.writes] + list(deletes or ())
-            if self.small():
-                self.touched_names |= self.store.symbol_names_in(changed)
+            small = self.small()
+            if small:
+                old_symbols = self.store.symbols_in(changed)
                 self.old_hashes |= self.store.content_hashes_in(changed)
             self.touched_paths += changed
             for write in self.writes:
@@ -136,7 +137,6 @@ class _Batch:
                     continue
                 record, digest, chunks, parsed = write
                 symbols = parsed.symbols if parsed else ()
-                self.touched_names.update(s.name for s in symbols)
                 ids = self.store.replace_file(
                     record, digest, chunks, [_fts_row(c) for c in chunks], symbols,
                     [symbol_fts_row(s.name, s.qualified_name) for s in symbols], parsed.edges if parsed else (),
@@ -147,6 +147,10 @@ class _Batch:
                 self.store.update_file_stat(record.path, record.size, record.mtime_ns)
             if deletes:
                 self.store.delete_files(deletes)
+            if small:  # edges into symbols that only got a new id follow it; the rest are resolved again
+                names, moves = carried_over(old_symbols, self.store.symbols_in(changed))
+                self.touched_names |= names
+                self.store.move_edge_targets(moves)
             if self.writes or deletes:
                 self.store.set_meta({VECTORS_COMPLETE: "", EDGES_RESOLVED: ""})
         phases.info("committed")

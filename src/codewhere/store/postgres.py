@@ -430,15 +430,19 @@ class PostgresStore:
             (self._repo_id, list(paths)),
         )}
 
-    def symbol_names_in(self, paths: Sequence[str]) -> set[str]:
+    def symbols_in(self, paths: Sequence[str]) -> list[SymbolRef]:
         if self._repo_id is None:
-            return set()
-        return {name for (name,) in self._db.execute(
-            """SELECT DISTINCT s.name FROM symbols s JOIN files f ON f.id = s.file_id
+            return []
+        return [SymbolRef(*r) for r in self._db.execute(
+            """SELECT s.id, s.file_id, s.name, s.kind, s.parent FROM symbols s JOIN files f ON f.id = s.file_id
                WHERE f.repo_id = %s AND f.path = ANY(%s)""",
             (self._repo_id, list(paths)),
-        )}
+        )]
 
+    def move_edge_targets(self, moves: Sequence[tuple[int, int]]) -> None:
+        with self._db.cursor() as cur:
+            cur.executemany("UPDATE edges SET target_id = %s WHERE repo_id = %s AND target_id = %s",
+                            [(new, self._repo_id, old) for old, new in moves])
     def _upsert_file(self, record: FileRecord, digest: str | None, skip: SkipReason | None) -> int:
         row = self._db.execute(
             """INSERT INTO files(repo_id, path, size, mtime_ns, hash, kind, language, skip_reason)

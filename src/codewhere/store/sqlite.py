@@ -495,14 +495,18 @@ class SqliteStore:
             (json.dumps(list(paths)),),
         )}
 
-    def symbol_names_in(self, paths: Sequence[str]) -> set[str]:
-        """The names defined in these files (before they are replaced: resolution must revisit
-        every edge that named one of them)."""
-        return {name for (name,) in self._db.execute(
-            "SELECT DISTINCT s.name FROM symbols s JOIN files f ON f.id = s.file_id JOIN json_each(?) j ON f.path = j.value",
+    def symbols_in(self, paths: Sequence[str]) -> list[SymbolRef]:
+        """The symbols these files define (before and after they are rewritten: resolution
+        compares the two, see graph.carried_over)."""
+        return [SymbolRef(*r) for r in self._db.execute(
+            """SELECT s.id, s.file_id, s.name, s.kind, s.parent FROM symbols s JOIN files f ON f.id = s.file_id
+               JOIN json_each(?) j ON f.path = j.value""",
             (json.dumps(list(paths)),),
-        )}
+        )]
 
+    def move_edge_targets(self, moves: Sequence[tuple[int, int]]) -> None:
+        """Point the edges into each old symbol id at its new id."""
+        self._db.executemany("UPDATE edges SET target_id = ? WHERE target_id = ?", [(new, old) for old, new in moves])
     def _upsert_file(self, record: FileRecord, digest: str | None, skip: SkipReason | None) -> int:
         row = self._db.execute(
             """INSERT INTO files(path, size, mtime_ns, hash, kind, language, skip_reason)
