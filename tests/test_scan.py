@@ -377,3 +377,9 @@ def test_scanning_some_paths_says_what_the_whole_walk_says_of_them(tmp_path: Pat
     together = sorted(scan_module.scan_paths(tmp_path, ["pkg", "pkg/mod.py", "app.py"], options), key=lambda i: i.path)
     assert together == sorted((i for i in whole if _under(i.path, "pkg") or i.path == "app.py"), key=lambda i: i.path)
     assert sorted(scan_module.scan_paths(tmp_path, [""], options), key=lambda i: i.path) == sorted(whole, key=lambda i: i.path)
+
+
+def test_a_worktrees_git_pointer_file_is_not_indexed(tmp_path: Path) -> None:
+    write_tree(tmp_path, {".git": "gitdir: /elsewhere/.git/worktrees/topic\n", "app.py": "x = 1\n"})
+    kept, skipped = outcome(tmp_path)
+    assert kept == {"app.py"} and skipped == {".git": SkipReason.BUILTIN_DIR}

@@ -97,6 +97,7 @@ def test_ignored_folders_cost_no_refresh_even_when_thousands_of_files_change(tmp
         (root / "generated" / f"g{i}.py").write_text(f"x{i} = {i}\n")
     (root / "src/marker_module.py").write_text("def ocelot_marker():\n    pass\n")
     eventually(lambda: found(reader, "ocelot_marker"), "the real change is found")
+    assert watcher.wait_applied(applied + 1, DEADLINE)
     # the ignored folder's files reached the refresh but none was read or stored
     assert sum(r.files_added for r in reports[1:]) == 1 and sum(r.bytes_read for r in reports[1:]) < 1_000
     assert not any(p.startswith("generated/") for p in reader.store.file_states())
@@ -135,9 +136,11 @@ def test_a_branch_switch_in_a_real_repository_is_seen_whole(tmp_path: Path, watc
     git(root, "checkout", "-q", "main")
     watcher, reader, reports = watched(root)
     assert found(reader, "feature_function_7") is None
+    applied = watcher.status.applied
     git(root, "checkout", "-q", "feature")
     eventually(lambda: found(reader, "feature_function_39") and found(reader, "feature_function_0"), "the branch's files")
     eventually(lambda: not any(p == "src/lib.rs" for p in reader.store.file_states()), "the removed file goes")
+    assert watcher.wait_applied(applied + 1, DEADLINE)  # its report is in (a reader sees the commit just before)
     assert sum(r.files_added for r in reports[1:]) == 40 and sum(r.files_removed for r in reports[1:]) == 1
     status = reader.git_state()
     assert status is not None and status.branch == "feature" and status.dirty is False
@@ -233,3 +236,53 @@ def test_status_says_which_branch_and_commit_and_whether_the_work_tree_is_dirty(
     (root / "src/shop/cart.py").write_text("def changed():\n    pass\n")
     data = cli("status", str(root), "--json").json()
     assert data["git"] == {"branch": "trunk", "commit": sha, "dirty": True}
+
+
+def test_a_second_worktree_takes_its_vectors_from_the_first_and_embeds_only_what_differs(tmp_path: Path) -> None:
+    main = write_tree(tmp_path / "main", SAMPLE_REPO)
+    git(main, "init", "-q", "-b", "main")
+    git(main, "add", "-A")
+    git(main, "commit", "-qm", "base")
+    git(main, "worktree", "add", "-q", "-b", "topic", str(tmp_path / "topic"))
+    topic = tmp_path / "topic"
+    with Index.open(main, settings=Settings.from_env()) as first:
+        built = first.refresh()
+        assert built.vectors_written > 0 and built.vectors_reused == 0
+        expected = nearest(first, "charge the credit card")
+    (topic / "src/shop/cart.py").write_text("def only_in_the_topic_branch(cart):\n    return cart\n")
+    with Index.open(topic, settings=Settings.from_env()) as second:
+        assert second.store.location != str(main)
+        report = second.refresh()
+        assert report.vectors_written == 1  # the one text no index had
+        assert report.vectors_reused == second.store.vector_count() - 1 > built.vectors_written // 2
+        again = nearest(second, "charge the credit card")
+    common = (expected.keys() & again.keys()) - {("src/shop/cart.py", 1)}  # the one file that differs
+    assert len(common) >= 3 and all(again[key] == expected[key] for key in common)  # the model's vector, to the bit
+
+
+def nearest(index: Index, query: str) -> dict[tuple[str, int], float]:
+    """The vector search alone: the same texts must score the same in both worktrees."""
+    from codewhere.types import Filters
+
+    found = index.store.vector_search(index.embedder().embed_query(query), 12, Filters())
+    rows = index.store.chunk_rows([cid for cid, _ in found], Filters())
+    return {(rows[cid].path, rows[cid].start_line): score for cid, score in found}
+
+
+def test_an_unusable_shared_vector_cache_costs_a_warning_not_the_index(
+    tmp_path: Path, isolated_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from codewhere.store import shared_vectors
+
+    shared_vectors._said.clear()
+    (isolated_cache / "vectors").write_text("a file where the folder should be\n")
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    with caplog.at_level(logging.WARNING), Index.open(root, settings=Settings.from_env()) as index:
+        report = index.refresh()
+    assert report.vectors_written > 0 and index_has_vectors(root)
+    assert caplog.text.count("shared vector cache") == 1 and "embedding without it" in caplog.text
+
+
+def index_has_vectors(root: Path) -> bool:
+    with Index.open(root, settings=Settings.from_env()) as index:
+        return index.store.vector_count() > 0

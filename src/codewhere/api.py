@@ -29,6 +29,7 @@ from codewhere.search.params import DEFAULT_PARAMS, RankingParams
 from codewhere.search.query import parse_query
 from codewhere.search.ranking import SIGNALS
 from codewhere.store import SearchReader, Store, StoreStats, open_store
+from codewhere.store.shared_vectors import SharedVectors
 from codewhere.store.warm import WarmReader
 from codewhere.types import FileKind, Filters, Hit, Mode, Ranked, SymbolRow
 
@@ -280,9 +281,14 @@ class Index:
         if embedder is not None and store.model() is None:
             store.bind_model(embedder.info)
             paths = None  # a first index is a whole one
-        report = indexer.refresh(
-            self.root, store, progress, embedder, self.settings.chunker, self.settings.scan_options, paths
-        )
+        shared = SharedVectors.for_model(self.settings.cache_dir, embedder.info) if embedder is not None else None
+        try:
+            report = indexer.refresh(
+                self.root, store, progress, embedder, self.settings.chunker, self.settings.scan_options, paths, shared
+            )
+        finally:
+            if shared is not None:
+                shared.close()
         if report.changed or GIT_COMMIT not in store.meta():
             _record_git_head(self.root, store)
         if report.files_kept == 0 and paths is None:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
+
 from codewhere.chunk import chunk_source, chunker_version
 from codewhere.embed import Embedder
 from codewhere.embed.base import TruncatingEmbedder
@@ -18,6 +20,7 @@ from codewhere.graph import carried_over, refresh_resolution
 from codewhere.parse import ParseResult, parse
 from codewhere.scan import IGNORE_FILES, ScanOptions, read_source, scan, scan_paths
 from codewhere.store import FileState, IndexWriter
+from codewhere.store.shared_vectors import SharedVectors
 from codewhere.tokens import index_tokens, symbol_fts_row
 from codewhere.types import Chunk, FileRecord, Skip, SkipReason
 
@@ -64,7 +67,8 @@ class IndexReport:
     files_removed: int = 0
     files_unchanged: int = 0
     chunks_written: int = 0
-    vectors_written: int = 0
+    vectors_written: int = 0  # texts the model embedded
+    vectors_reused: int = 0  # texts whose vector another index on this machine had made (store/shared_vectors.py)
     texts_truncated: int = 0  # embedded texts longer than the model reads (transformer models)
     truncated_at: int | None = None  # that limit, in tokens
     bytes_read: int = 0
@@ -165,6 +169,7 @@ def refresh(
     chunker: str = "symbols",
     options: ScanOptions = ScanOptions(),
     paths: Sequence[str] | None = None,
+    shared: SharedVectors | None = None,
 ) -> IndexReport:
     """Bring the index of `root` up to date, vectors too when an embedder is given.
 
@@ -186,9 +191,9 @@ def refresh(
         paths = None
     if paths is not None:
         with store.transaction():
-            _file_pass(root, store, report, progress, chunker, options, before, embedder, paths)
+            _file_pass(root, store, report, progress, chunker, options, before, embedder, paths, shared)
     else:
-        _file_pass(root, store, report, progress, chunker, options, before, embedder, None)
+        _file_pass(root, store, report, progress, chunker, options, before, embedder, None, shared)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -201,6 +206,7 @@ def _changes_rules(path: str) -> bool:
 def _file_pass(
     root: Path, store: IndexWriter, report: IndexReport, progress: Progress | None, chunker: str,
     options: ScanOptions, before: dict[str, str], embedder: Embedder | None, paths: Sequence[str] | None,
+    shared: SharedVectors | None,
 ) -> None:
     version = chunker_version(chunker)
     if before.get("chunker_version") != version:
@@ -263,7 +269,8 @@ def _file_pass(
             after = batch.first_chunk_id - 1 if batch.first_chunk_id is not None else None
             orphans = batch.old_hashes
         if after is not None:
-            report.vectors_written = fill_vectors(store, embedder, progress, after, orphans)
+            report.vectors_written, report.vectors_reused = fill_vectors(
+                store, embedder, progress, after, orphans, shared)
         else:
             with store.transaction():
                 store.delete_orphan_vectors(sorted(orphans or ()))
@@ -279,31 +286,54 @@ VECTOR_BATCH = 256
 
 def fill_vectors(
     store: IndexWriter, embedder: Embedder, progress: Progress | None = None, after_id: int = 0,
-    orphans_among: set[str] | None = None,
-) -> int:
-    """Embed every distinct chunk text that has no vector yet; a page at a time, each committed.
+    orphans_among: set[str] | None = None, shared: SharedVectors | None = None,
+) -> tuple[int, int]:
+    """Give every distinct chunk text without a vector one; a page at a time, each committed.
+    Texts `shared` holds (another index on this machine embedded them) are not embedded again.
 
     Runs after the file pass, so it also finishes the work of a killed run and of an index first
     built in keyword mode. Then drops the vectors no chunk uses any more: this run's edits and
     deletions make them, and so does a run killed before it dropped its own. Returns how many
-    texts were embedded.
+    texts were embedded, and how many taken from `shared`.
     """
-    done, chunks, last_id = 0, 0, after_id
+    done, reused, chunks, last_id = 0, 0, 0, after_id
     total = store.count_chunks_without_vectors(after_id) if progress else None
     while page := store.chunks_without_vectors(VECTOR_BATCH, last_id):
         last_id = page[-1][0]
         distinct = list({h: text for _, h, text in page}.items())  # identical chunks share one vector
-        vectors = embedder.embed_documents([text for _, text in distinct])
+        texts = [text for _, text in distinct]
+        keys = [text_key(text) for text in texts] if shared else []
+        known = shared.get(keys) if shared else {}
+        missing = [i for i in range(len(texts)) if not known or keys[i] not in known]
+        fresh = embedder.embed_documents([texts[i] for i in missing]) if missing else None
+        if known:  # another index (a worktree, a clone) embedded some of these texts already
+            vectors = np.empty((len(texts), embedder.info.dim), np.float32)
+            for i, key in enumerate(keys):
+                if key in known:
+                    vectors[i] = known[key]
+            if fresh is not None:
+                vectors[missing] = fresh
+        else:
+            assert fresh is not None
+            vectors = fresh
+        if shared and fresh is not None:
+            shared.put([keys[i] for i in missing], fresh)
         phases.info("vectors")
         with store.transaction():
             store.add_vectors([h for h, _ in distinct], vectors)
-        done += len(distinct)
+        done += len(missing)
+        reused += len(texts) - len(missing)
         chunks += len(page)
         if progress:
             progress(Step("vectors", chunks, max(total or 0, chunks)))
     with store.transaction():
         store.delete_orphan_vectors(None if orphans_among is None else sorted(orphans_among))
-    return done
+    return done, reused
+
+
+def text_key(text: str) -> str:
+    """The shared vector cache's key of a text: what the model read, exactly."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def _visit(

@@ -130,7 +130,8 @@ class ReportOut(TypedDict):
     skipped: dict[str, int]  # by reason
     bytes_read: int
     chunks_written: int
-    vectors_written: int
+    vectors_written: int  # texts the model embedded
+    vectors_reused: int  # texts whose vector another index on this machine had made
     texts_truncated: int  # embedded texts cut at the model's token limit
     truncated_at: int | None  # that limit; None for a model without one
     chunks: int  # in the index afterwards
@@ -141,7 +142,7 @@ def report(r: IndexReport, stats: StoreStats) -> ReportOut:
     return ReportOut(files_kept=r.files_kept, files_added=r.files_added, files_changed=r.files_changed,
                      files_unchanged=r.files_unchanged, files_removed=r.files_removed,
                      skipped=dict(sorted(r.skipped.items())), bytes_read=r.bytes_read, chunks_written=r.chunks_written,
-                     vectors_written=r.vectors_written, texts_truncated=r.texts_truncated, truncated_at=r.truncated_at,
+                     vectors_written=r.vectors_written, vectors_reused=r.vectors_reused, texts_truncated=r.texts_truncated, truncated_at=r.truncated_at,
                      chunks=stats.chunks, seconds=round(r.seconds, 4))
 
 

@@ -78,7 +78,8 @@ def report_lines(report: IndexReport, stats: StoreStats) -> list[str]:
         f"{report.files_unchanged} unchanged, {report.files_removed} removed)",
         f"skipped: {sum(report.skipped.values())} ({skipped})",
         f"read: {report.bytes_read:,} bytes; chunks written: {report.chunks_written}; in index: {stats.chunks}; "
-        f"vectors embedded: {report.vectors_written}",
+        f"vectors embedded: {report.vectors_written}"
+        + (f"; taken from another index's work: {report.vectors_reused}" if report.vectors_reused else ""),
         f"time: {report.seconds:.2f} s",
     ] + ([f"{report.texts_truncated} of {report.vectors_written} embedded texts truncated at {report.truncated_at} tokens"]
          if report.truncated_at else [])

@@ -334,6 +334,8 @@ def _ignore_names(git: bool) -> tuple[str, ...]:
 
 
 def _check_file(entry: os.DirEntry[str] | _StatEntry, rel: str, rules: list[_Rules], options: ScanOptions) -> FileRecord | Skip:
+    if entry.name == ".git":  # a worktree's or submodule's pointer to its git folder: git's, not code
+        return Skip(rel, SkipReason.BUILTIN_DIR)
     if entry.name in LOCKFILES:
         return Skip(rel, SkipReason.LOCKFILE)
     if (why := _ignored_by(rules, rel, is_dir=False)) is not None:
