@@ -180,3 +180,36 @@ def test_searches_in_threads_while_the_index_changes(sample_repo: Path, open_sql
     assert "label v2 for" in hits[0].snippet
     kept = _reader(index).chunks()
     assert kept is not None and kept.rows == _read_afresh(index)
+
+
+def _agree(index) -> None:  # noqa: ANN001
+    """The real model (the fake one makes exact ties, which each search may break its own way)."""
+    for query in ("charge a credit card", "cart total price", "route handler", "user login"):
+        vector = index.embedder().embed_query(query)
+        held = _reader(index).vector_search(vector, 12, Filters())
+        stored = index.store.vector_search(vector, 12, Filters())
+        assert [c for c, _ in held] == [c for c, _ in stored], query
+        assert all(abs(a - b) < 1e-5 for (_, a), (_, b) in zip(held, stored, strict=True))
+
+
+def test_vectors_held_in_memory_answer_as_the_stores_search_through_edits_deletes_and_a_rebuild(
+    sample_repo: Path, open_sqlite_index
+) -> None:
+    index = open_sqlite_index(sample_repo, warm=True)
+    index.refresh()
+    _agree(index)
+    held = _reader(index)._held_vectors
+    assert held is not None and len(held.ids) == index.store.vector_count()
+    _edit(sample_repo / "src/shop/payment.py", NEW_FUNCTION)  # new texts; the old ones dropped
+    index.refresh()
+    _agree(index)
+    for path in ("src/shop/cart.py", "src/lib.rs", "src/server/router.go", "docs/guide.md"):
+        (sample_repo / path).unlink()
+    index.refresh()
+    _agree(index)
+    held = _reader(index)._held_vectors
+    assert held is not None and held.alive.all() and len(held.ids) == index.store.vector_count()  # rebuilt when a quarter died
+    index.refresh(rebuild=True)  # a new file: the same ids may now mean other texts
+    _agree(index)
+    vector, scope = index.embedder().embed_query("payment"), Filters(scopes=("src/shop",))
+    assert _reader(index).vector_search(vector, 5, scope) == index.store.vector_search(vector, 5, scope)  # the store's

@@ -665,6 +665,29 @@ class SqliteStore:
     def vector_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM embeddings").get)
 
+    def vectors_after(self, after_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, float32 matrix) of the stored vectors whose id is above `after_id`: what a warm
+        reader adds to the vectors it holds."""
+        info = self.model()
+        if info is None:
+            return np.empty(0, np.int64), np.empty((0, 0), np.float32)
+        rows = self._db.execute("SELECT rowid, embedding FROM vec_chunks WHERE rowid > ?", (after_id,)).fetchall()
+        ids = np.fromiter((cast(int, r[0]) for r in rows), np.int64, len(rows))
+        blobs = b"".join(cast(bytes, r[1]) for r in rows)
+        return ids, np.frombuffer(blobs, np.float32).reshape(len(rows), info.dim)
+
+    def vector_ids(self) -> np.ndarray:
+        """The ids of every stored vector (a warm reader drops those no chunk uses any more)."""
+        return np.fromiter((int(cast(int, i)) for (i,) in self._db.execute("SELECT id FROM embeddings")), np.int64)
+
+    def chunks_of_vectors(self, ids: Sequence[int]) -> list[tuple[int, int]]:
+        """(vector id, chunk id) of every chunk whose text has one of these vectors."""
+        return [(int(e), int(c)) for e, c in self._db.execute(
+            """SELECT e.id, c.id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash
+               WHERE e.id IN (SELECT value FROM json_each(?))""",
+            (json.dumps([int(i) for i in ids]),),
+        )]
+
     def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) of the nearest chunks, best first."""
         if self.model() is None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from codewhere.store.base import ChunkAt, WarmStore
+from codewhere.store.base import ChunkAt, VectorSource, WarmStore
 from codewhere.types import ChunkRow, Filters, TermQuery
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,47 @@ class WarmChunks:
         return self.text_bytes > WARM_TEXT_LIMIT or len(self.rows) > WARM_CHUNK_LIMIT
 
 
+class WarmVectors:
+    """Every stored vector in one float32 matrix, searched with one matrix product instead of
+    the store's scan (Django: 35 ms a query in SQLite). Answers as the store's KNN does: the
+    `limit` nearest texts by cosine distance, then every chunk holding one, by distance and id.
+    A change appends the new vectors and masks those the index dropped; the matrix is rebuilt
+    when a quarter of it is dead."""
+
+    def __init__(self, made: tuple[str | None, str | None] = (None, None)) -> None:
+        self.made = made  # the index's creation time and model: the ids mean these vectors only there
+        self.ids = np.empty(0, np.int64)
+        self.matrix = np.empty((0, 0), np.float32)
+        self.norms = np.empty(0, np.float32)
+        self.alive = np.empty(0, bool)
+
+    def update(self, store: VectorSource) -> None:
+        last = int(self.ids.max()) if len(self.ids) else 0
+        ids, matrix = store.vectors_after(last)
+        if len(ids):
+            self.ids = np.concatenate([self.ids, ids])
+            self.matrix = np.concatenate([self.matrix, matrix]) if len(self.matrix) else matrix.copy()
+            self.norms = np.concatenate([self.norms, np.linalg.norm(matrix, axis=1).astype(np.float32)])
+        self.alive = np.isin(self.ids, store.vector_ids())
+        if len(self.ids) and self.alive.sum() < 0.75 * len(self.ids):
+            self.ids, self.matrix, self.norms = self.ids[self.alive], self.matrix[self.alive], self.norms[self.alive]
+            self.alive = np.ones(len(self.ids), bool)
+
+    def search(self, query: np.ndarray, limit: int, store: VectorSource) -> list[tuple[int, float]]:
+        alive = int(self.alive.sum())
+        if not alive or limit <= 0:
+            return []
+        q = np.asarray(query, np.float32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            similarity = (self.matrix @ q) / (self.norms * np.float32(np.linalg.norm(q)))
+        distance = np.where(self.alive, np.float32(1.0) - similarity, np.float32(np.inf)).astype(np.float32)
+        k = min(limit, alive)
+        nearest = np.argpartition(distance, k - 1)[:k] if k < len(distance) else np.arange(len(distance))
+        by_vector = {int(self.ids[i]): float(distance[i]) for i in nearest}
+        found = sorted((by_vector[vid], cid) for vid, cid in store.chunks_of_vectors(list(by_vector)))
+        return [(cid, 1.0 - d) for d, cid in found[:limit]]
+
+
 class WarmReader:
     """A SearchReader: chunk rows from memory, everything else from the store."""
 
@@ -65,8 +106,11 @@ class WarmReader:
         self.store = store
         self.location, self.repo, self.shared = store.location, store.repo, store.shared
         self.refused = False  # too big to keep: every read goes to the store
+        self.vectors_refused = False
         self._chunks: WarmChunks | None = None
         self._state: object = None
+        self._held_vectors: WarmVectors | None = None
+        self._vectors_state: object = None
         self._lock = threading.Lock()
 
     # ---- served from memory --------------------------------------------------------------
@@ -88,7 +132,10 @@ class WarmReader:
         return self.store.keyword_search(query, limit, filters)
 
     def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]:
-        return self.store.vector_search(query, limit, filters)
+        vectors = self._vectors() if filters.is_empty() and isinstance(self.store, VectorSource) else None
+        if vectors is None:
+            return self.store.vector_search(query, limit, filters)
+        return vectors.search(query, limit, self.store)  # type: ignore[arg-type]
 
     def chunks_defining_names(self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()) -> dict[str, list[int]]:
         return self.store.chunks_defining_names(names, filters, spelled)
@@ -104,6 +151,29 @@ class WarmReader:
 
     def interrupt(self) -> None:
         self.store.interrupt()
+
+    # ---- keeping the vectors -------------------------------------------------------------
+
+    def _vectors(self) -> WarmVectors | None:
+        """The vectors in memory, brought up to date if the index changed; None past the limit."""
+        if self.vectors_refused:
+            return None
+        state = self.store.change_token()
+        if state != self._vectors_state:
+            with self._lock:
+                if state != self._vectors_state:
+                    meta = self.store.meta()
+                    # a rebuild or another model starts the ids again: nothing held is kept
+                    made = (meta.get("created_at"), meta.get("model_fingerprint"))
+                    held = self._held_vectors
+                    vectors = held if held is not None and held.made == made else WarmVectors(made)
+                    vectors.update(self.store)  # type: ignore[arg-type]
+                    if len(vectors.ids) > WARM_CHUNK_LIMIT:
+                        log.info("%s holds over %d vectors; searches read them per query", self.location, WARM_CHUNK_LIMIT)
+                        self.vectors_refused, self._held_vectors = True, None
+                        return None
+                    self._held_vectors, self._vectors_state = vectors, state
+        return self._held_vectors
 
     # ---- keeping the chunks --------------------------------------------------------------
 
