@@ -4,9 +4,10 @@
 
 Django 5.1.4 (sdist) committed to a git repository; four more worktrees on their own branches,
 each with a different handful of files edited (as topic branches are). Every worktree is then
-indexed twice, in the same run: once with one cache dir for all (a text embedded for one
-worktree is taken from the machine-wide vector cache by the next: store/shared_vectors.py), and
-once with a cache dir per worktree (five independent indexes, nothing shared).
+indexed twice, in the same run: once as five independent indexes (a cache dir each, no vector
+cache), then with one cache dir for all (a text embedded for one worktree is taken from the
+machine-wide vector cache by the next: store/shared_vectors.py). The independent run goes first,
+so the shared one is not helped by a warmer file cache than its baseline had.
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ def disk(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def index_all(roots: list[Path], caches: list[Path]) -> dict[str, object]:
+def index_all(roots: list[Path], caches: list[Path], share: bool) -> dict[str, object]:
     seconds, embedded, reused = [], [], []
+    os.environ["CODEWHERE_SHARED_VECTORS"] = "1" if share else "0"
     for root, cache in zip(roots, caches, strict=True):
         os.environ["CODEWHERE_CACHE_DIR"] = str(cache)
         started = time.perf_counter()
@@ -81,8 +83,8 @@ def main() -> None:
     scratch = Path(tempfile.mkdtemp(prefix="worktree-bench-"))
     try:
         roots = worktrees(from_sdist("Django", "5.1.4"), scratch, args.worktrees)
-        shared = index_all(roots, [scratch / "shared-cache"] * len(roots))
-        alone = index_all(roots, [scratch / f"cache-{n}" for n in range(len(roots))])
+        alone = index_all(roots, [scratch / f"cache-{n}" for n in range(len(roots))], share=False)
+        shared = index_all(roots, [scratch / "shared-cache"] * len(roots), share=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(json.dumps({f"{args.worktrees} worktrees of Django 5.1.4, one shared cache": shared,

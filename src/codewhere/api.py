@@ -281,7 +281,8 @@ class Index:
         if embedder is not None and store.model() is None:
             store.bind_model(embedder.info)
             paths = None  # a first index is a whole one
-        shared = SharedVectors.for_model(self.settings.cache_dir, embedder.info) if embedder is not None else None
+        shared = (SharedVectors.for_model(self.settings.cache_dir, embedder.info)
+                  if embedder is not None and self.settings.shared_vectors else None)
         try:
             report = indexer.refresh(
                 self.root, store, progress, embedder, self.settings.chunker, self.settings.scan_options, paths, shared

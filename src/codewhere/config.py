@@ -53,6 +53,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("chunker", "index", "chunker", "CODEWHERE_CHUNKER", str),
     Option("include_minified", "index", "include_minified", "CODEWHERE_INCLUDE_MINIFIED", bool),
     Option("gitignore", "index", "gitignore", "CODEWHERE_GITIGNORE", str),
+    Option("shared_vectors", "index", "shared_vectors", "CODEWHERE_SHARED_VECTORS", bool),
     Option("store", "index", "store", "CODEWHERE_STORE", str),
     Option("dsn", "index", "dsn", "CODEWHERE_DSN", str),
     Option("repo", "index", "repo", "CODEWHERE_REPO", str),
@@ -78,6 +79,7 @@ class Settings:
     chunker: str = "symbols"  # "symbols" (where a grammar exists) or "lines"
     include_minified: bool = False  # index *.min.js, source maps and files of very long lines too
     gitignore: str = "auto"  # apply .gitignore: "auto" (inside a git repository), "always", "never"
+    shared_vectors: bool = True  # take vectors other indexes on this machine made (cache_dir/vectors/)
     store: str | None = None  # "sqlite" or "postgres"; None: postgres when a DSN is set, else sqlite
     dsn: str | None = None  # PostgreSQL connection string of a shared (team) index
     repo: str | None = None  # the repository's name in a shared index; default: the folder's name

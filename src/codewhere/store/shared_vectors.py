@@ -24,7 +24,7 @@ from codewhere.types import ModelInfo
 
 log = logging.getLogger(__name__)
 
-BUSY_MS = 5_000
+BUSY_MS = 5_000  # another indexer writing its vectors: wait this long, then go on without the cache
 _said: set[str] = set()
 
 
@@ -47,8 +47,9 @@ class SharedVectors:
                 db.setbusytimeout(BUSY_MS)
                 db.execute("PRAGMA journal_mode=WAL")
                 db.execute("PRAGMA synchronous=NORMAL")
-                db.execute("CREATE TABLE IF NOT EXISTS vectors(content_hash TEXT PRIMARY KEY, vector BLOB NOT NULL)"
-                           " WITHOUT ROWID")
+                # a rowid table: a WITHOUT ROWID row of 1 KB spills into overflow pages (4x the size)
+                db.execute("CREATE TABLE IF NOT EXISTS vectors(id INTEGER PRIMARY KEY, content_hash TEXT NOT NULL UNIQUE,"
+                           " vector BLOB NOT NULL)")
                 self._db = db
             except (OSError, apsw.Error) as exc:
                 self._give_up(exc)
