@@ -286,3 +286,40 @@ def test_an_unusable_shared_vector_cache_costs_a_warning_not_the_index(
 def index_has_vectors(root: Path) -> bool:
     with Index.open(root, settings=Settings.from_env()) as index:
         return index.store.vector_count() > 0
+
+
+def test_a_network_file_system_is_recognised_from_the_mount_table(tmp_path: Path) -> None:
+    from codewhere.watch import network_filesystem
+
+    mounts = tmp_path / "mounts"
+    mounts.write_text(
+        "/dev/sda1 / ext4 rw 0 0\n"
+        "server:/export /mnt/share nfs4 rw,relatime 0 0\n"
+        "//nas/code /mnt/my\\040code cifs rw 0 0\n"
+        "tmpfs /mnt/share/local tmpfs rw 0 0\n"
+    )
+    assert network_filesystem(Path("/home/me/repo"), mounts) is None
+    assert network_filesystem(Path("/mnt/share/repo"), mounts) == "nfs4"
+    assert network_filesystem(Path("/mnt/my code/repo"), mounts) == "cifs"
+    assert network_filesystem(Path("/mnt/share/local/repo"), mounts) is None  # the deepest mount decides
+    assert network_filesystem(Path("/mnt/shared"), mounts) is None  # a prefix of a name is not a mount
+    assert network_filesystem(Path("/x"), tmp_path / "missing") is None
+
+
+def test_on_a_network_file_system_the_watcher_steps_aside_unless_asked_to_poll(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codewhere import watch
+
+    monkeypatch.setattr(watch, "network_filesystem", lambda path: "nfs4")
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    refused = Watcher(root, lambda: Index.open(root, settings=Settings.from_env())).start()
+    assert not refused.wait_ready(timeout=60) and "network file system (nfs4)" in refused.status.detail
+    polled = Watcher(root, lambda: Index.open(root, settings=Settings.from_env()), poll=True).start()
+    try:
+        assert polled.wait_ready(timeout=120)
+        (root / "src/polled.py").write_text("def seen_by_polling():\n    pass\n")
+        with Index.open(root, settings=Settings.from_env()) as reader:
+            eventually(lambda: found(reader, "seen_by_polling"), "a change seen by polling")
+    finally:
+        polled.stop()

@@ -152,6 +152,11 @@ class Watcher:
         except ImportError:
             self._give_up("watchfiles is not installed")
             return
+        remote = network_filesystem(self.root)
+        if remote and not self._poll:
+            self._give_up(f"it is on a network file system ({remote}), where change events do not arrive; "
+                          "--poll watches by polling")
+            return
         events = watchfiles.watch(
             self.root, watch_filter=None, debounce=MOST_MS, step=QUIET_MS, stop_event=self._stop,
             rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False,
@@ -274,3 +279,27 @@ def watch_forever(roots: list[Path], progress: Progress | None, poll: bool, say:
     finally:
         for watcher in watchers:
             watcher.stop()
+
+
+NETWORK_FILESYSTEMS = frozenset({
+    "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "afs", "ceph", "glusterfs", "lustre", "fuse.sshfs",
+    "fuse.rclone", "fuse.gcsfuse", "fuse.s3fs", "davfs", "fuse.davfs2", "virtiofs",
+})
+
+
+def network_filesystem(path: Path, mounts: Path = Path("/proc/self/mounts")) -> str | None:
+    """The type of the network file system `path` lies on (a change on another machine, or
+    through the share, raises no event here), or None. Linux only: elsewhere None."""
+    try:
+        lines = mounts.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    target, best, kind = str(path), "", ""
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = fields[1].encode().decode("unicode_escape")  # `\040` is a space in a mount point
+        if (target == point or target.startswith(point.rstrip("/") + "/")) and len(point) > len(best):
+            best, kind = point, fields[2]
+    return kind if kind in NETWORK_FILESYSTEMS else None
