@@ -323,3 +323,16 @@ def test_on_a_network_file_system_the_watcher_steps_aside_unless_asked_to_poll(
             eventually(lambda: found(reader, "seen_by_polling"), "a change seen by polling")
     finally:
         polled.stop()
+
+
+def test_an_editors_atomic_save_and_a_folder_rename_are_followed(tmp_path: Path, watched) -> None:
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    watcher, reader, _ = watched(root)
+    temporary = root / "src/shop/.cart.py.swp-tmp"  # what editors write, then rename over the file
+    temporary.write_text("def saved_atomically_by_the_editor():\n    pass\n")
+    os.replace(temporary, root / "src/shop/cart.py")
+    eventually(lambda: found(reader, "saved_atomically_by_the_editor") == "src/shop/cart.py", "the replaced file")
+    (root / "src/shop").rename(root / "src/store")
+    eventually(lambda: found(reader, "saved_atomically_by_the_editor") == "src/store/cart.py", "the moved folder")
+    eventually(lambda: not any(p.startswith("src/shop/") for p in reader.store.file_states()), "the old paths gone")
+    assert not any(".swp-tmp" in p for p in reader.store.file_states())
