@@ -336,3 +336,20 @@ def test_an_editors_atomic_save_and_a_folder_rename_are_followed(tmp_path: Path,
     eventually(lambda: found(reader, "saved_atomically_by_the_editor") == "src/store/cart.py", "the moved folder")
     eventually(lambda: not any(p.startswith("src/shop/") for p in reader.store.file_states()), "the old paths gone")
     assert not any(".swp-tmp" in p for p in reader.store.file_states())
+
+
+def test_a_watcher_starting_while_another_process_indexes_catches_up_after_it(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    with Index.open(root, settings=Settings.from_env()) as holder:
+        holder.refresh()
+        (root / "src/late.py").write_text("def written_before_the_watch():\n    pass\n")
+        with holder.store.writer_lock(5.0):  # what a running `codewhere index` holds
+            watcher = Watcher(root, lambda: Index.open(root, settings=Settings.from_env())).start()
+            time.sleep(QUIET_WINDOW)
+            assert not watcher.live()  # still catching up: it may not claim a current index
+        try:
+            assert watcher.wait_ready(timeout=60)
+            with Index.open(root, settings=Settings.from_env()) as reader:
+                assert found(reader, "written_before_the_watch") == "src/late.py"
+        finally:
+            watcher.stop()

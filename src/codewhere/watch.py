@@ -173,7 +173,9 @@ class Watcher:
         try:
             self._ignored = _own_files(index)
             self._set(state=CATCHING_UP)
-            self._apply(index, None)
+            while not self._apply(index, None):  # another process is indexing: try again after it
+                if self._stop.is_set():
+                    return
             self._set(state=WATCHING)
             self._ready.set()
             git_busy_since: float | None = None
