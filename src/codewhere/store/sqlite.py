@@ -10,6 +10,7 @@ import functools
 import inspect
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -199,7 +200,8 @@ def _apsw_errors_mapped(cls: type) -> type:
         @functools.wraps(method)
         def guarded(self: SqliteStore, *args: object, **kwargs: object) -> object:
             try:
-                return method(self, *args, **kwargs)
+                with self._use:
+                    return method(self, *args, **kwargs)
             except apsw.Error as exc:
                 mapped = _mapped(self.path, exc)
                 if mapped is None:
@@ -209,6 +211,8 @@ def _apsw_errors_mapped(cls: type) -> type:
         return guarded
 
     for name, member in list(vars(cls).items()):
+        if name == "interrupt":
+            continue  # called from another thread to stop a running statement: it must not wait for it
         if inspect.isfunction(member) and not name.startswith("_") and not inspect.isgeneratorfunction(
             getattr(member, "__wrapped__", member)
         ):
@@ -276,6 +280,9 @@ class SqliteStore:
         self.repo = repo
         self._db = connection
         self._swaps = 0  # rebuilds copied over this connection's file
+        # one thread at a time on the connection (apsw refuses a second one mid-call): every
+        # public method, and a transaction or read snapshot for as long as it lasts
+        self._use = threading.RLock()
 
     # ---- opening -------------------------------------------------------------------------
 
@@ -441,9 +448,13 @@ class SqliteStore:
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One transaction; inside another, part of that one (it commits or rolls back whole)."""
-        if not self._db.getautocommit():
-            yield
-            return
+        with self._use:
+            if not self._db.getautocommit():
+                yield
+                return
+            yield from self._outer_transaction()
+
+    def _outer_transaction(self) -> Iterator[None]:
         try:
             self._db.execute("BEGIN IMMEDIATE")
         except apsw.Error as exc:
@@ -867,8 +878,10 @@ class SqliteStore:
         # data_version moves when another connection commits, total_changes when this one writes
         return self._db.execute("PRAGMA data_version").get, self._db.total_changes(), self._swaps
 
-    def read_snapshot(self) -> AbstractContextManager[None]:
-        return cast(AbstractContextManager[None], self._db)
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        with self._use, self._db:
+            yield
 
     def file_chunk_ranges(self) -> dict[int, tuple[object, ...]]:
         return {file_id: tuple(held) for file_id, *held in self._db.execute(_FILE_CHUNKS_SQL)}
