@@ -72,17 +72,22 @@ class WarmVectors:
         self.norms = np.empty(0, np.float32)
         self.alive = np.empty(0, bool)
 
-    def update(self, store: VectorSource) -> None:
+    def updated(self, store: VectorSource) -> WarmVectors:
+        """A new holder with the store's current vectors: this one is never changed, since
+        searches in other threads may be reading it."""
+        new = WarmVectors(self.made)
         last = int(self.ids.max()) if len(self.ids) else 0
         ids, matrix = store.vectors_after(last)
+        new.ids, new.matrix, new.norms = self.ids, self.matrix, self.norms
         if len(ids):
-            self.ids = np.concatenate([self.ids, ids])
-            self.matrix = np.concatenate([self.matrix, matrix]) if len(self.matrix) else matrix.copy()
-            self.norms = np.concatenate([self.norms, np.linalg.norm(matrix, axis=1).astype(np.float32)])
-        self.alive = np.isin(self.ids, store.vector_ids())
-        if len(self.ids) and self.alive.sum() < 0.75 * len(self.ids):
-            self.ids, self.matrix, self.norms = self.ids[self.alive], self.matrix[self.alive], self.norms[self.alive]
-            self.alive = np.ones(len(self.ids), bool)
+            new.ids = np.concatenate([self.ids, ids])
+            new.matrix = np.concatenate([self.matrix, matrix]) if len(self.matrix) else matrix.copy()
+            new.norms = np.concatenate([self.norms, np.linalg.norm(matrix, axis=1).astype(np.float32)])
+        new.alive = np.isin(new.ids, store.vector_ids())
+        if len(new.ids) and new.alive.sum() < 0.75 * len(new.ids):
+            new.ids, new.matrix, new.norms = new.ids[new.alive], new.matrix[new.alive], new.norms[new.alive]
+            new.alive = np.ones(len(new.ids), bool)
+        return new
 
     def search(self, query: np.ndarray, limit: int, store: VectorSource) -> list[tuple[int, float]]:
         alive = int(self.alive.sum())
@@ -166,8 +171,8 @@ class WarmReader:
                     # a rebuild or another model starts the ids again: nothing held is kept
                     made = (meta.get("created_at"), meta.get("model_fingerprint"))
                     held = self._held_vectors
-                    vectors = held if held is not None and held.made == made else WarmVectors(made)
-                    vectors.update(self.store)  # type: ignore[arg-type]
+                    vectors = (held if held is not None and held.made == made else WarmVectors(made)).updated(
+                        self.store)  # type: ignore[arg-type]
                     if len(vectors.ids) > WARM_CHUNK_LIMIT:
                         log.info("%s holds over %d vectors; searches read them per query", self.location, WARM_CHUNK_LIMIT)
                         self.vectors_refused, self._held_vectors = True, None
