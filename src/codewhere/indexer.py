@@ -185,7 +185,7 @@ def refresh(
     report = IndexReport()
     version = chunker_version(chunker)
     before = store.meta()  # read once; only this run writes meta from here on (the caller holds the lock)
-    scan_key = f"minified={options.include_minified}"
+    scan_key = _scan_key(options)
     if paths is not None and (before.get("chunker_version") != version or before.get("scan_options") != scan_key
                               or any(_changes_rules(path) for path in paths)):
         paths = None
@@ -196,6 +196,11 @@ def refresh(
         _file_pass(root, store, report, progress, chunker, options, before, embedder, None, shared)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _scan_key(options: ScanOptions) -> str:
+    """The content rules a file pass read the files by: another key means every file is read again."""
+    return f"minified={options.include_minified}"
 
 
 def _changes_rules(path: str) -> bool:
@@ -214,7 +219,7 @@ def _file_pass(
             store.clear_files()
             store.set_meta({"chunker_version": version, "chunker": chunker})
     known = store.file_states(None if paths is None else sorted(set(paths)))
-    scan_key = f"minified={options.include_minified}"
+    scan_key = _scan_key(options)
     if before.get("scan_options") != scan_key:
         # content rules changed: every file is read again (an unchanged hash is not re-chunked)
         known = {path: FileState(state.size, -1, state.hash, None) for path, state in known.items() if not state.skip_reason}
@@ -301,34 +306,37 @@ def fill_vectors(
     while page := store.chunks_without_vectors(VECTOR_BATCH, last_id):
         last_id = page[-1][0]
         distinct = list({h: text for _, h, text in page}.items())  # identical chunks share one vector
-        texts = [text for _, text in distinct]
-        keys = [text_key(text) for text in texts] if shared else []
-        known = shared.get(keys) if shared else {}
-        missing = [i for i in range(len(texts)) if not known or keys[i] not in known]
-        fresh = embedder.embed_documents([texts[i] for i in missing]) if missing else None
-        if known:  # another index (a worktree, a clone) embedded some of these texts already
-            vectors = np.empty((len(texts), embedder.info.dim), np.float32)
-            for i, key in enumerate(keys):
-                if key in known:
-                    vectors[i] = known[key]
-            if fresh is not None:
-                vectors[missing] = fresh
-        else:
-            assert fresh is not None
-            vectors = fresh
-        if shared and fresh is not None:
-            shared.put([keys[i] for i in missing], fresh)
+        vectors, embedded = _vectors_for([text for _, text in distinct], embedder, shared)
         phases.info("vectors")
         with store.transaction():
             store.add_vectors([h for h, _ in distinct], vectors)
-        done += len(missing)
-        reused += len(texts) - len(missing)
+        done += embedded
+        reused += len(distinct) - embedded
         chunks += len(page)
         if progress:
             progress(Step("vectors", chunks, max(total or 0, chunks)))
     with store.transaction():
         store.delete_orphan_vectors(None if orphans_among is None else sorted(orphans_among))
     return done, reused
+
+
+def _vectors_for(texts: list[str], embedder: Embedder, shared: SharedVectors | None) -> tuple[np.ndarray, int]:
+    """A vector for each text, from `shared` where another index made it, else from the model
+    (and then into `shared`); and how many the model made."""
+    if shared is None:
+        return embedder.embed_documents(texts), len(texts)
+    keys = [text_key(text) for text in texts]
+    known = shared.get(keys)
+    missing = [i for i, key in enumerate(keys) if key not in known]
+    vectors = np.empty((len(texts), embedder.info.dim), np.float32)
+    for i, key in enumerate(keys):
+        if key in known:
+            vectors[i] = known[key]
+    if missing:
+        fresh = embedder.embed_documents([texts[i] for i in missing])
+        vectors[missing] = fresh
+        shared.put([keys[i] for i in missing], fresh)
+    return vectors, len(missing)
 
 
 def text_key(text: str) -> str:

@@ -50,7 +50,6 @@ class WatchStatus:
     detail: str = ""  # why unavailable; what is being refreshed
     step: Step | None = None  # how far the running refresh is
     applied: int = 0  # refreshes applied since the watch began
-    last_change: float | None = None  # when the last one finished (time.time())
 
     def describe(self) -> str:
         if self.state in (CATCHING_UP, REFRESHING) and self.step is not None and self.step.total:
@@ -216,7 +215,7 @@ class Watcher:
             return False
         if self._on_report is not None:
             self._on_report(report)
-        self._set(state=WATCHING, detail="", step=None, applied=self._status.applied + 1, last_change=time.time())
+        self._set(state=WATCHING, detail="", step=None, applied=self._status.applied + 1)
         return True
 
     def _relevant(self, changes: Iterable[tuple[object, str]]) -> set[str]:
