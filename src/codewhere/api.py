@@ -136,10 +136,14 @@ class SearchRequest:
 GIT_COMMIT, GIT_BRANCH = "git_commit", "git_branch"  # meta: HEAD when the index last changed ("": no git)
 
 
-def _record_git_head(root: Path, store: Store) -> None:
+def _record_git_head(root: Path, store: Store, changed: bool) -> None:
+    """After a run that changed the index (or the first one): HEAD as it was then, written only
+    when it moved. An unchanged run asks git nothing."""
+    meta = store.meta()
+    if not changed and GIT_COMMIT in meta:
+        return
     head = gitinfo.state(root)
     values = {GIT_COMMIT: head.commit if head else "", GIT_BRANCH: (head.branch or "(detached)") if head else ""}
-    meta = store.meta()
     if any(meta.get(key) != value for key, value in values.items()):
         with store.transaction():
             store.set_meta(values)
@@ -290,8 +294,7 @@ class Index:
         finally:
             if shared is not None:
                 shared.close()
-        if report.changed or GIT_COMMIT not in store.meta():
-            _record_git_head(self.root, store)
+        _record_git_head(self.root, store, report.changed)
         if report.files_kept == 0 and paths is None:
             skipped = ", ".join(f"{n} {reason}" for reason, n in report.skipped.most_common()) or "the folder is empty"
             hint = "point codewhere at a folder with source files, or check .gitignore, .ignore and .codewhereignore"
