@@ -7,6 +7,7 @@ PyPI as an sdist (`pip download --no-binary :all:`).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -30,6 +31,24 @@ def from_git(mirror: str | Path, ref: str, name: str, subtree: str | None = None
         subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
         tmp.rename(target)
     return target
+
+
+_GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
+            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
+
+
+def git(root: Path, *args: str) -> None:
+    """Run git in `root`, with an author set, failing loudly."""
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=_GIT_ENV)
+
+
+def git_snapshot(tree: Path, where: Path) -> Path:
+    """A copy of `tree` at `where`, committed to a new git repository on branch main."""
+    shutil.copytree(tree, where, symlinks=True)
+    git(where, "init", "-q", "-b", "main")
+    git(where, "add", "-A")
+    git(where, "commit", "-qm", "snapshot")
+    return where
 
 
 def from_sdist(package: str, version: str) -> Path:

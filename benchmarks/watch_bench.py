@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,27 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from codewhere.api import Index  # noqa: E402
 from codewhere.watch import Watcher  # noqa: E402
-from corpora import from_sdist  # noqa: E402
+from corpora import from_sdist, git, git_snapshot  # noqa: E402
 
 FILES = ["django/utils/text.py", "django/db/models/query.py", "django/http/request.py", "django/forms/fields.py",
          "django/contrib/auth/models.py", "django/core/cache/backends/base.py", "django/template/base.py",
          "django/urls/resolvers.py"]
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b"}
-
-
-def git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=GIT_ENV)
-
-
-def repository(tree: Path, where: Path) -> Path:
-    shutil.copytree(tree, where, symlinks=True)
-    git(where, "init", "-q", "-b", "main")
-    git(where, "add", "-A")
-    git(where, "commit", "-qm", "snapshot")
-    return where
-
-
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -97,7 +80,7 @@ def branch_switch(old: Path, new: Path, scratch: Path) -> dict[str, object]:
     # without the machine-wide vector cache: this measures what one index reuses of itself
     # (the cache would also hold 5.1.4's vectors from the runs above)
     os.environ["CODEWHERE_SHARED_VECTORS"] = "0"
-    root = repository(old, scratch / "switch")
+    root = git_snapshot(old, scratch / "switch")
     git(root, "checkout", "-qb", "new")
     for entry in root.iterdir():
         if entry.name != ".git":
@@ -121,7 +104,7 @@ def branch_switch(old: Path, new: Path, scratch: Path) -> dict[str, object]:
     switched = time.perf_counter() - started
     watcher.stop()
     after = reports[1:]
-    cold_root = repository(new, scratch / "cold")
+    cold_root = git_snapshot(new, scratch / "cold")
     started = time.perf_counter()
     with Index.open(cold_root) as cold:
         report = cold.refresh()
@@ -150,7 +133,7 @@ def main() -> None:
     results: dict[str, object] = {}
     try:
         django = from_sdist("Django", "5.1.4")
-        root = repository(django, scratch / "django")
+        root = git_snapshot(django, scratch / "django")
         if not args.only_switch:
             Index.open(root).refresh()
         for label, watch in [] if args.only_switch else (("watcher", True), ("no watcher (check every file, then search)", False)):

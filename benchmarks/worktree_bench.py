@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,24 +24,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from codewhere.api import Index  # noqa: E402
-from corpora import from_sdist  # noqa: E402
+from corpora import from_sdist, git, git_snapshot  # noqa: E402
 
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@b"}
 EDITED = ["django/utils/text.py", "django/db/models/query.py", "django/http/request.py", "django/forms/fields.py",
           "django/template/base.py", "django/urls/resolvers.py", "django/core/cache/backends/base.py"]
 
 
-def git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=GIT_ENV)
-
-
 def worktrees(tree: Path, scratch: Path, count: int) -> list[Path]:
-    main = scratch / "wt0"
-    shutil.copytree(tree, main, symlinks=True)
-    git(main, "init", "-q", "-b", "main")
-    git(main, "add", "-A")
-    git(main, "commit", "-qm", "snapshot")
+    main = git_snapshot(tree, scratch / "wt0")
     roots = [main]
     for n in range(1, count):
         root = scratch / f"wt{n}"
