@@ -24,6 +24,8 @@ from codewhere.errors import (
 )
 from codewhere.evaluate import EvalResult, IndexedSpans, QueryFile, run_eval
 from codewhere.indexer import IndexReport, Progress
+from codewhere.precise import passes
+from codewhere.precise.scip import ScipError
 from codewhere.search import engine
 from codewhere.search.params import DEFAULT_PARAMS, RankingParams
 from codewhere.search.query import parse_query
@@ -192,6 +194,8 @@ class Index:
         include_minified: bool | None = None,
         gitignore: str | None = None,
         warm: bool = False,
+        scip: str | os.PathLike[str] | None = None,
+        precise: bool | None = None,
     ) -> Self:
         """Open (or create) the index of `path`.
 
@@ -202,11 +206,13 @@ class Index:
         `rebuild` lets a damaged index file of ours be replaced (the rebuild itself is
         `refresh(rebuild=True)`); without `create`, a folder never indexed is a NotIndexedError.
         `warm` keeps every chunk's row in memory between searches (store/warm.py): for a process
-        that searches many times, not for one search.
+        that searches many times, not for one search. `scip` names a SCIP index to merge into the
+        graph at each refresh where it changed; `precise` asks jedi about Python call sites.
         """
         root = resolve_root(path)
         settings = (settings or Settings.load(root)).with_flags(
-            model=model, chunker=chunker, store=store, repo=repo, include_minified=include_minified, gitignore=gitignore
+            model=model, chunker=chunker, store=store, repo=repo, include_minified=include_minified, gitignore=gitignore,
+            scip_file=Path(scip).expanduser().absolute() if scip is not None else None, precise=precise,
         )
         settings.scan_options  # noqa: B018 — an unknown gitignore mode is refused before anything is opened
         if settings.chunker not in CHUNKERS:
@@ -295,6 +301,7 @@ class Index:
             if shared is not None:
                 shared.close()
         _record_git_head(self.root, store, report.changed)
+        self._precise(store, report, progress)
         if report.files_kept == 0 and paths is None:
             skipped = ", ".join(f"{n} {reason}" for reason, n in report.skipped.most_common()) or "the folder is empty"
             hint = "point codewhere at a folder with source files, or check .gitignore, .ignore and .codewhereignore"
@@ -305,6 +312,26 @@ class Index:
                 hint = "pass --include-minified to index minified and generated files"
             raise PathError(f"nothing to index in {self.root} ({skipped})", hint)
         return report
+
+    def _precise(self, store: Store, report: IndexReport, progress: Progress | None) -> None:
+        """The precise passes the settings ask for (graph.scip, graph.precise), after name resolution."""
+        scip_file = self.settings.scip_file
+        if scip_file is not None:
+            scip_file = scip_file if scip_file.is_absolute() else self.root / scip_file
+            try:
+                outcome = passes.merge_scip(self.root, store, scip_file)
+            except ScipError as exc:
+                if self.settings.sources.get("scip_file") == "flag":
+                    raise
+                log.warning("graph.scip: %s (%s); the graph keeps name resolution", exc, exc.hint)
+            else:
+                report.precise += outcome.lines
+                report.precise_problems += outcome.problems
+        if self.settings.precise:
+            def on_file(n: int, total: int, path: str) -> None:
+                if progress:
+                    progress(indexer.Step("jedi", n, total, path))
+            report.precise += passes.run_jedi(self.root, store, on_file).lines
 
     def refresh_if_free(self, progress: Progress | None = None, vectors: bool = True) -> IndexReport | None:
         """Refresh unless another process is indexing right now, or the index cannot be written
@@ -475,22 +502,24 @@ class Index:
         """The one symbol `spec` names (`name`, `Owner.name` or `path:line`); ambiguity is an error."""
         return graph.one_symbol(self.store, spec)
 
-    def refs(self, spec: str) -> tuple[SymbolRow, list[graph.Reference]]:
+    def refs(self, spec: str, min_confidence: str | None = None) -> tuple[SymbolRow, list[graph.Reference]]:
+        """`min_confidence` (a level of `graph.CONFIDENCE`) drops the edges found less surely."""
         symbol = self.symbol(spec)
-        return symbol, graph.refs(self.store, symbol)
+        return symbol, graph.refs(self.store, symbol, _level(min_confidence))
 
-    def callers(self, spec: str) -> tuple[SymbolRow, list[graph.Reference]]:
+    def callers(self, spec: str, min_confidence: str | None = None) -> tuple[SymbolRow, list[graph.Reference]]:
         symbol = self.symbol(spec)
-        return symbol, graph.callers(self.store, symbol)
+        return symbol, graph.callers(self.store, symbol, _level(min_confidence))
 
-    def callees(self, spec: str) -> tuple[SymbolRow, list[graph.Reference]]:
+    def callees(self, spec: str, min_confidence: str | None = None) -> tuple[SymbolRow, list[graph.Reference]]:
         symbol = self.symbol(spec)
-        return symbol, graph.callees(self.store, symbol)
+        return symbol, graph.callees(self.store, symbol, _level(min_confidence))
 
-    def impact(self, spec: str, depth: int = 3) -> tuple[SymbolRow, graph.Impact]:
-        """Transitive callers and subclasses, nearest first; `Impact.cut` says when the answer was bounded."""
+    def impact(self, spec: str, depth: int = 3, min_confidence: str | None = None) -> tuple[SymbolRow, graph.Impact]:
+        """Transitive callers and subclasses, nearest first, each with the weakest edge on its
+        path; `Impact.cut` says when the answer was bounded."""
         symbol = self.symbol(spec)
-        return symbol, graph.impact(self.store, symbol, depth)
+        return symbol, graph.impact(self.store, symbol, depth, min_confidence=_level(min_confidence))
 
     def graph_stats(self) -> dict[str, object]:
         return self.store.graph_stats()
@@ -502,3 +531,7 @@ class Index:
         """The branch and commit checked out now, and whether tracked files differ from it (the
         index holds the files as they are: `meta` says which commit the last change came on)."""
         return gitinfo.state(self.root, dirty=True)
+
+
+def _level(min_confidence: str | None) -> str | None:
+    return graph.parse_confidence(min_confidence) if min_confidence else None

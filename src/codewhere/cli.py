@@ -32,6 +32,7 @@ from codewhere.config import Settings
 from codewhere.errors import CodewhereError, NotIndexedError, QueryError
 from codewhere.eval_report import html_report
 from codewhere.evaluate import load_query_file, result_csv, result_data
+from codewhere.graph import CONFIDENCE
 from codewhere.indexer import Progress as ProgressFn
 from codewhere.progress import ConsoleLogHandler, model_build_steps, reporter
 from codewhere.scan import GITIGNORE_MODES
@@ -90,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rebuild", action="store_true", help="build the index from scratch beside the old one, then swap it in")
     p.add_argument("--wait", type=float, default=None, metavar="SECONDS", help="how long to wait for another indexer")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--scip", metavar="FILE.scip",
+                   help="merge a SCIP index (scip-python, scip-typescript, …) into the graph: exact call and reference "
+                        "edges; documents that no longer match their files are left out (config: graph.scip)")
+    p.add_argument("--precise", action="store_true", default=None,
+                   help="resolve Python call sites with jedi, in-process (slower: about 10 s per 1,000 call sites; "
+                        "then only changed files; config: graph.precise)")
     _add_index_options(p)
 
     p = sub.add_parser("search", help="search a folder (refreshing its index first)")
@@ -133,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("path", nargs="?", default=None, help="indexed folder (default: the enclosing git repository, else .)")
         if name == "impact":
             p.add_argument("--depth", type=int, default=3, help="how many call levels up (default 3)")
+        p.add_argument("--min-confidence", choices=CONFIDENCE, default=None, metavar="LEVEL",
+                       help=f"only edges found at least this surely, surest first: {', '.join(CONFIDENCE)}")
         p.add_argument("--json", action="store_true")
         _add_index_options(p)
 
@@ -216,6 +225,7 @@ def _open(args: argparse.Namespace, rebuild: bool = False, path: str | None = No
     index = Index.open(
         path or args.path or default_root(), args.index, rebuild=rebuild, model=args.model, chunker=args.chunker, store=args.store, repo=repo,
         include_minified=args.include_minified, gitignore=args.gitignore, create=create, warm=warm,
+        scip=getattr(args, "scip", None), precise=getattr(args, "precise", None),
     )
     return index
 
@@ -348,17 +358,17 @@ def _graph_index(args: argparse.Namespace, path: str | None = None) -> Index:
 def _cmd_graph(args: argparse.Namespace) -> Answer:
     with _graph_index(args) as index:
         if args.command == "impact":
-            symbol, found = index.impact(args.name, args.depth)
+            symbol, found = index.impact(args.name, args.depth, args.min_confidence)
 
             def show_impact() -> None:
                 if found.cut:
                     err_console.print(f"codewhere: impact {found.cut}", highlight=False, markup=False)
                 print(render.symbol_line(symbol))
                 for item in found.items:
-                    print(f"  {item.distance}  {item.via:<7} {render.symbol_line(item.symbol)}")
+                    print(f"  {item.distance}  {item.via:<7} {render.symbol_line(item.symbol)}  [weakest: {item.weakest}]")
 
             return Answer(output.impact(symbol, found), show_impact, bool(found.items))
-        symbol, references = getattr(index, args.command)(args.name)
+        symbol, references = getattr(index, args.command)(args.name, args.min_confidence)
     lines = [render.symbol_line(symbol)] + ["  " + render.reference_line(r, outgoing=args.command == "callees") for r in references]
     return Answer(output.references(symbol, references), _print_lines(lines), bool(references))
 

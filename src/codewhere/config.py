@@ -67,6 +67,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("reranker", "reranker", "model", "CODEWHERE_RERANKER", str),
     Option("rerank_top_n", "reranker", "top_n", "CODEWHERE_RERANK_TOP_N", int),
     Option("ranking_file", "ranking", "params_file", "CODEWHERE_RANKING_PARAMS", Path),
+    Option("scip_file", "graph", "scip", "CODEWHERE_SCIP", Path),
+    Option("precise", "graph", "precise", "CODEWHERE_PRECISE", bool),
 )
 
 
@@ -91,6 +93,8 @@ class Settings:
     reranker: str | None = None  # a cross-encoder re-scoring the top candidates; None: off
     rerank_top_n: int = 50
     ranking_file: Path | None = None  # a TOML file whose [ranking] table overrides ranking parameters (fits, experiments)
+    scip_file: Path | None = None  # a SCIP index to merge into the graph (relative: to the indexed folder)
+    precise: bool = False  # resolve Python call sites with jedi at each index run
     sources: dict[str, str] = field(default_factory=dict, compare=False)  # setting → where it came from
 
     @property

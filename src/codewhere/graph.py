@@ -10,18 +10,50 @@ from dataclasses import dataclass
 from codewhere.errors import QueryError
 from codewhere.store import GraphReader, IndexWriter
 from codewhere.tokens import split_identifier
-from codewhere.types import EdgeHit, EdgeRow, SymbolRef, SymbolRow, TermQuery
+from codewhere.types import EdgeHit, EdgeRow, EdgeSite, SymbolRef, SymbolRow, SymbolSpan, TermQuery
 
 CALLABLE = frozenset({"function", "method", "class", "struct"})  # a class name called is its constructor
 TYPE_LIKE = frozenset({"class", "struct", "interface", "trait", "enum", "type"})
 
 
 class Resolution:
-    SAME_FILE = "same-file"
+    """How an edge's target was found. The precise ones come from a compiler-grade source (a
+    SCIP index, a language server, jedi); the rest from names alone."""
+
+    SCIP = "scip"
+    LSP = "lsp"
+    JEDI = "jedi"
     IMPORT = "import"
+    SAME_FILE = "same-file"
     UNIQUE = "unique"
     AMBIGUOUS = "ambiguous"
     EXTERNAL = "external"
+
+
+PRECISE = (Resolution.SCIP, Resolution.LSP, Resolution.JEDI)
+# surest first: what --min-confidence compares and what an impact path's weakest link is
+CONFIDENCE = (*PRECISE, Resolution.IMPORT, Resolution.SAME_FILE, Resolution.UNIQUE, Resolution.AMBIGUOUS,
+              Resolution.EXTERNAL)
+_RANK = {level: n for n, level in enumerate(CONFIDENCE)}
+
+
+def confidence_rank(resolution: str) -> int:
+    """0 for the surest level; an unknown level (an index from before a level existed) last."""
+    return _RANK.get(resolution, len(CONFIDENCE))
+
+
+def parse_confidence(level: str) -> str:
+    if level not in _RANK:
+        raise QueryError(f"unknown confidence level {level!r}", f"pick one of: {', '.join(CONFIDENCE)}")
+    return level
+
+
+def meets(resolution: str, minimum: str | None) -> bool:
+    return minimum is None or confidence_rank(resolution) <= confidence_rank(minimum)
+
+
+def weakest(levels: Iterable[str]) -> str:
+    return max(levels, key=confidence_rank, default="")
 
 
 def resolve_edges(
@@ -94,10 +126,79 @@ def carried_over(old: Iterable[SymbolRef], new: Iterable[SymbolRef]) -> tuple[se
     return changed, moves
 
 
+@dataclass(frozen=True)
+class PreciseAnswer:
+    """What a precise source says of one reference: the name as written at `path:line`, and the
+    definition it refers to (its name's line), or `target_path` None when that lies outside the
+    repository."""
+
+    path: str
+    line: int
+    name: str
+    target_path: str | None
+    target_line: int = 0
+    target_name: str = ""
+
+
+def precise_targets(
+    sites: Iterable[EdgeSite], spans: Iterable[SymbolSpan], answers: Iterable[PreciseAnswer], how: str
+) -> list[tuple[int, int | None, str]]:
+    """(edge id, target symbol id or None, `how`) for each edge a precise answer speaks of.
+
+    An answer matches an edge by file, line and name. Its target is the innermost symbol of
+    that name whose span holds the definition's line; a definition inside the repository that
+    is no symbol (a parameter, a variable holding a function) and one outside it give no target:
+    the edge is then known not to reach any symbol, whatever its name matches. Edges no answer
+    speaks of are left as they are."""
+    by_site: dict[tuple[str, int, str], PreciseAnswer] = {}
+    for said in answers:
+        by_site.setdefault((said.path, said.line, said.name), said)
+    symbols: dict[tuple[str, str], list[SymbolSpan]] = defaultdict(list)
+    for span in spans:
+        symbols[(span.path, span.name)].append(span)
+    out: list[tuple[int, int | None, str]] = []
+    for site in sites:
+        answer = by_site.get((site.path, site.line, site.target_name))
+        if answer is None:
+            continue
+        target: int | None = None
+        if answer.target_path is not None:
+            holding = [s for s in symbols.get((answer.target_path, answer.target_name or site.target_name), [])
+                       if s.start_line <= answer.target_line <= s.end_line]
+            if holding:
+                target = max(holding, key=lambda s: (s.start_line, -s.end_line)).id
+        out.append((site.id, target, how))
+    return out
+
+
+@dataclass(frozen=True)
+class PreciseReport:
+    sites: int  # edges the answers were matched against
+    matched: int  # edges an answer spoke of
+    resolved: int  # of those, edges given a symbol in the repository
+
+
+def apply_precise(
+    store: IndexWriter, answers: Iterable[PreciseAnswer], how: str, paths: Sequence[str] | None = None
+) -> PreciseReport:
+    """Merge precise answers into the graph: the edges of `paths` (every file when None) that an
+    answer speaks of take its target and `how` as their resolution, which name resolution then
+    leaves alone until their file changes or their target symbol goes away."""
+    answers = list(answers)
+    sites = store.edge_sites(paths)
+    spans = store.symbol_spans(sorted({a.target_path for a in answers if a.target_path is not None}))
+    rows = precise_targets(sites, spans, answers, how)
+    with store.transaction():
+        store.set_edge_targets(rows)
+    return PreciseReport(len(sites), len(rows), sum(1 for _, target, _ in rows if target is not None))
+
+
 def refresh_resolution(store: IndexWriter, names: Collection[str] | None = None, paths: Sequence[str] = ()) -> None:
     """Re-resolve every edge; or, after a change to the files `paths` that defined or now
     define `names`, the edges whose answer can have moved: those in the changed files and those
-    naming one of `names` (a name's candidates are all that resolution reads of other files)."""
+    naming one of `names` (a name's candidates are all that resolution reads of other files).
+    An edge a precise source resolved keeps its answer while its target symbol exists (the
+    store leaves it out of the inputs)."""
     edges, symbols, imported = store.resolution_inputs(None if names is None else sorted(names), paths)
     with store.transaction():
         store.set_edge_targets(resolve_edges(edges, symbols, imported))
@@ -154,21 +255,21 @@ def _references(store: GraphReader, hits: list[EdgeHit]) -> list[Reference]:
     ]
 
 
-def refs(store: GraphReader, symbol: SymbolRow) -> list[Reference]:
+def refs(store: GraphReader, symbol: SymbolRow, min_confidence: str | None = None) -> list[Reference]:
     """Every call, import and inheritance that resolves to the symbol, then the ambiguous ones
-    that might (same name, several candidates)."""
+    that might (same name, several candidates), each at least as sure as `min_confidence`."""
     kinds = ("call", "import", "inherit")
     resolved = store.edges_to([symbol.id], kinds)
     maybe = [h for h in store.unresolved_edges_named(symbol.name, kinds) if h.resolution == Resolution.AMBIGUOUS]
-    return _references(store, resolved + maybe)
+    return _references(store, [h for h in resolved + maybe if meets(h.resolution, min_confidence)])
 
 
-def callers(store: GraphReader, symbol: SymbolRow) -> list[Reference]:
-    return _references(store, store.edges_to([symbol.id], ("call",)))
+def callers(store: GraphReader, symbol: SymbolRow, min_confidence: str | None = None) -> list[Reference]:
+    return _references(store, [h for h in store.edges_to([symbol.id], ("call",)) if meets(h.resolution, min_confidence)])
 
 
-def callees(store: GraphReader, symbol: SymbolRow) -> list[Reference]:
-    return _references(store, store.edges_from(symbol.id, ("call",)))
+def callees(store: GraphReader, symbol: SymbolRow, min_confidence: str | None = None) -> list[Reference]:
+    return _references(store, [h for h in store.edges_from(symbol.id, ("call",)) if meets(h.resolution, min_confidence)])
 
 
 @dataclass(frozen=True)
@@ -176,6 +277,7 @@ class Impacted:
     symbol: SymbolRow
     distance: int
     via: str  # call or inherit
+    weakest: str = ""  # the least sure resolution on its path (the surest such path among the shortest)
 
 
 MAX_IMPACT_DEPTH = 50  # deeper asks are answered to this depth, and say so
@@ -190,22 +292,32 @@ class Impact:
     cut: str = ""
 
 
-def impact(store: GraphReader, symbol: SymbolRow, depth: int = 3, limit: int = MAX_IMPACT_SYMBOLS) -> Impact:
+def impact(
+    store: GraphReader, symbol: SymbolRow, depth: int = 3, limit: int = MAX_IMPACT_SYMBOLS,
+    min_confidence: str | None = None,
+) -> Impact:
     """Symbols that may break if `symbol` changes: transitive callers and subclasses, nearest
-    first, each once (at its nearest distance). A level at a time: the walk ends when a level
-    finds nothing new, so a cycle or a huge depth costs no more than the graph holds."""
+    first, each once (at its nearest distance), with the weakest edge on the way to it. A level at
+    a time: the walk ends when a level finds nothing new, so a cycle or a huge depth costs no
+    more than the graph holds. Edges less sure than `min_confidence` are not followed."""
     if depth < 1:
         raise QueryError(f"--depth must be at least 1, got {depth}", "pass --depth 3")
     capped = depth > MAX_IMPACT_DEPTH
-    nearest: dict[int, tuple[int, str]] = {symbol.id: (0, "")}
+    nearest: dict[int, tuple[int, str, str]] = {symbol.id: (0, "", Resolution.SCIP)}  # distance, via, weakest
     frontier = [symbol.id]
     cut = ""
     for distance in range(1, min(depth, MAX_IMPACT_DEPTH) + 1):
         found: list[int] = []
-        for source_id, via, _path, _line in store.edge_sources(frontier, ("call", "inherit")):
-            if source_id not in nearest:
-                nearest[source_id] = (distance, via)
-                found.append(source_id)
+        for edge in store.edge_sources(frontier, ("call", "inherit")):
+            if not meets(edge.resolution, min_confidence):
+                continue
+            link = weakest((nearest[edge.target_id][2], edge.resolution))
+            known = nearest.get(edge.source_id)
+            if known is None:
+                nearest[edge.source_id] = (distance, edge.kind, link)
+                found.append(edge.source_id)
+            elif known[0] == distance and confidence_rank(link) < confidence_rank(known[2]):
+                nearest[edge.source_id] = (distance, edge.kind, link)  # a surer path of the same length
         if len(nearest) - 1 >= limit:
             cut = f"stopped at {limit} symbols (distance {distance}); ask about a narrower symbol or a smaller --depth"
             break
@@ -218,7 +330,7 @@ def impact(store: GraphReader, symbol: SymbolRow, depth: int = 3, limit: int = M
     del nearest[symbol.id]
     kept = list(nearest.items())[:limit]
     rows = store.symbols_by_id([i for i, _ in kept])
-    return Impact([Impacted(rows[i], distance, via) for i, (distance, via) in kept if i in rows], cut)
+    return Impact([Impacted(rows[i], distance, via, link) for i, (distance, via, link) in kept if i in rows], cut)
 
 
 def symbol_search(store: GraphReader, query: str, limit: int = 20) -> list[SymbolRow]:

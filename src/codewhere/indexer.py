@@ -75,6 +75,8 @@ class IndexReport:
     skipped: Counter[str] = field(default_factory=Counter)
     ignored_by: Counter[str] = field(default_factory=Counter)  # ignore-file pattern → paths it excluded
     seconds: float = 0.0
+    precise: list[str] = field(default_factory=list)  # what the precise passes (SCIP, jedi) did, one line each
+    precise_problems: list[str] = field(default_factory=list)  # SCIP documents left out, and why
 
     @property
     def changed(self) -> bool:

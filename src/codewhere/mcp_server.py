@@ -143,37 +143,40 @@ def build_server(workspace: Workspace) -> MCPServer:
                 return output.symbols(index.symbols(query, k))
         return await call(None, go)
 
-    def graph_tool(kind: str, name: str, path: str | None) -> Callable[[Progress | None], GraphOut]:
+    def graph_tool(kind: str, name: str, path: str | None, min_confidence: str | None) -> Callable[[Progress | None], GraphOut]:
         def go(progress: Progress | None) -> GraphOut:
             index, _ = workspace.index_for(path)
             with workspace.deadline(index):
-                symbol, refs = getattr(index, kind)(name)
+                symbol, refs = getattr(index, kind)(name, min_confidence)
             return output.references(symbol, refs, MAX_REFERENCES)
         return go
 
     @server.tool()
-    async def refs(name: str, path: str | None = None) -> GraphOut:
-        """Every call, import and inheritance that refers to a symbol (name, Owner.name or path:line)."""
-        return await call(None, graph_tool("refs", name, path))
+    async def refs(name: str, path: str | None = None, min_confidence: str | None = None) -> GraphOut:
+        """Every call, import and inheritance that refers to a symbol (name, Owner.name or path:line).
+        Each says how it was found (`resolution`, surest first: scip, lsp, jedi, import, same-file,
+        unique, ambiguous, external); `min_confidence` drops the less sure ones."""
+        return await call(None, graph_tool("refs", name, path, min_confidence))
 
     @server.tool()
-    async def callers(name: str, path: str | None = None) -> GraphOut:
-        """Who calls this function or method (name, Owner.name or path:line)."""
-        return await call(None, graph_tool("callers", name, path))
+    async def callers(name: str, path: str | None = None, min_confidence: str | None = None) -> GraphOut:
+        """Who calls this function or method (name, Owner.name or path:line); `min_confidence` as in refs."""
+        return await call(None, graph_tool("callers", name, path, min_confidence))
 
     @server.tool()
-    async def callees(name: str, path: str | None = None) -> GraphOut:
-        """What this function or method calls, resolved where the name is unambiguous."""
-        return await call(None, graph_tool("callees", name, path))
+    async def callees(name: str, path: str | None = None, min_confidence: str | None = None) -> GraphOut:
+        """What this function or method calls, resolved where the name is unambiguous; `min_confidence` as in refs."""
+        return await call(None, graph_tool("callees", name, path, min_confidence))
 
     @server.tool()
-    async def impact(name: str, depth: int = 3, path: str | None = None) -> ImpactAnswerOut:
-        """What may break if this symbol changes: transitive callers and subclasses, with distance.
+    async def impact(name: str, depth: int = 3, path: str | None = None, min_confidence: str | None = None) -> ImpactAnswerOut:
+        """What may break if this symbol changes: transitive callers and subclasses, with distance and
+        the weakest edge on the way (`weakest`); `min_confidence` follows only surer edges.
         Deep or wide answers are bounded; `cut` then says where the walk stopped."""
         def go(progress: Progress | None) -> ImpactAnswerOut:
             index, _ = workspace.index_for(path)
             with workspace.deadline(index):
-                symbol, found = index.impact(name, depth)
+                symbol, found = index.impact(name, depth, min_confidence)
             return output.impact(symbol, found, MAX_REFERENCES)
         return await call(None, go)
 

@@ -65,8 +65,9 @@ class SymbolOut(TypedDict):
 
 
 # `from`: the enclosing symbol of the reference (None at module level); `to`: the symbol referred to
-# (None when unresolved); `resolution`: how `to` was found (same-file, import, unique, ambiguous,
-# external, unresolved); `target_name`: the name as written
+# (None when unresolved, or when a precise source found it reaches no symbol of the repository);
+# `resolution`: how `to` was found, surest first: scip, lsp, jedi (compiler-grade), import,
+# same-file, unique (by name alone), ambiguous, external (not pinned); `target_name`: as written
 ReferenceOut = TypedDict("ReferenceOut", {
     "kind": str, "location": str, "path": str, "line": int, "resolution": str,
     "from": SymbolOut | None, "to": SymbolOut | None, "target_name": str,
@@ -76,6 +77,7 @@ ReferenceOut = TypedDict("ReferenceOut", {
 class ImpactOut(SymbolOut):
     distance: int  # calls or inheritance steps from the symbol asked about
     via: str  # call or inherit
+    weakest: str  # the least sure resolution on the path to it (see ReferenceOut.resolution)
 
 
 class SymbolsOut(TypedDict):
@@ -136,6 +138,8 @@ class ReportOut(TypedDict):
     truncated_at: int | None  # that limit; None for a model without one
     chunks: int  # in the index afterwards
     seconds: float
+    precise: list[str]  # what the precise graph passes did (SCIP merge, jedi), one line each
+    precise_problems: list[str]  # SCIP documents left out (stale, not indexed), one line each
 
 
 def report(r: IndexReport, stats: StoreStats) -> ReportOut:
@@ -143,7 +147,7 @@ def report(r: IndexReport, stats: StoreStats) -> ReportOut:
                      files_unchanged=r.files_unchanged, files_removed=r.files_removed,
                      skipped=dict(sorted(r.skipped.items())), bytes_read=r.bytes_read, chunks_written=r.chunks_written,
                      vectors_written=r.vectors_written, vectors_reused=r.vectors_reused, texts_truncated=r.texts_truncated, truncated_at=r.truncated_at,
-                     chunks=stats.chunks, seconds=round(r.seconds, 4))
+                     chunks=stats.chunks, seconds=round(r.seconds, 4), precise=r.precise, precise_problems=r.precise_problems)
 
 
 class GitOut(TypedDict):
@@ -220,5 +224,5 @@ def impact(of: SymbolRow, found: Impact, limit: int | None = None) -> ImpactAnsw
     shown = found.items[:limit]
     cut = found.cut or (f"showing the nearest {len(shown)} of {len(found.items)}" if len(shown) < len(found.items) else "")
     return ImpactAnswerOut(symbol=symbol(of), cut=cut,
-                           impact=[ImpactOut(**symbol(i.symbol), distance=i.distance, via=i.via) for i in shown])
+                           impact=[ImpactOut(**symbol(i.symbol), distance=i.distance, via=i.via, weakest=i.weakest) for i in shown])
 

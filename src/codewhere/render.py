@@ -13,8 +13,9 @@ from rich.table import Table
 
 from codewhere.evaluate import EvalResult
 from codewhere.gitinfo import GitState
-from codewhere.graph import Reference
+from codewhere.graph import PRECISE, Reference
 from codewhere.indexer import IndexReport
+from codewhere.precise.passes import HIDDEN_META
 from codewhere.store import StoreStats
 from codewhere.types import Hit, SymbolRow
 
@@ -82,7 +83,9 @@ def report_lines(report: IndexReport, stats: StoreStats) -> list[str]:
         + (f"; taken from another index's work: {report.vectors_reused}" if report.vectors_reused else ""),
         f"time: {report.seconds:.2f} s",
     ] + ([f"{report.texts_truncated} of {report.vectors_written} embedded texts truncated at {report.truncated_at} tokens"]
-         if report.truncated_at else [])
+         if report.truncated_at else []) + [f"graph: {line}" for line in report.precise] + [
+        f"  left out: {line}" for line in report.precise_problems[:10]] + (
+        [f"  … and {len(report.precise_problems) - 10} more"] if len(report.precise_problems) > 10 else [])
 
 
 def status_lines(root: Path, index_path: str, stats: StoreStats, repositories: list[str] | None = None,
@@ -97,7 +100,7 @@ def status_lines(root: Path, index_path: str, stats: StoreStats, repositories: l
         f"files: {stats.files} ({kinds}); {stats.bytes:,} bytes; chunks: {stats.chunks}",
         f"languages: {langs}",
         # an emptied key (vectors_complete after chunks were written) says nothing
-        *(f"{key}: {value}" for key, value in sorted(stats.meta.items()) if value and key not in {"created_at", "last_change", "git_commit", "git_branch"}),
+        *(f"{key}: {value}" for key, value in sorted(stats.meta.items()) if value and key not in {"created_at", "last_change", "git_commit", "git_branch", *HIDDEN_META}),
     ]
 
 
@@ -161,7 +164,8 @@ def outline_lines(symbols: list[SymbolRow]) -> list[str]:
 
 def reference_line(r: Reference, outgoing: bool = False) -> str:
     if outgoing:
-        where = f"{r.target.qualified_name} ({shown_path(r.target.path)}:{r.target.start_line})" if r.target else r.target_name
+        where = (f"{r.target.qualified_name} ({shown_path(r.target.path)}:{r.target.start_line})" if r.target
+                 else f"{r.target_name} (no symbol of this repository)" if r.resolution in PRECISE else r.target_name)
         return f"{shown_path(r.path)}:{r.line}  {r.kind} → {where}  [{r.resolution}]"
     who = r.source.qualified_name if r.source else "<module>"
     return f"{shown_path(r.path)}:{r.line}  {r.kind} from {who}  [{r.resolution}]"

@@ -228,6 +228,24 @@ class EdgeRow:
     source_parent: str = ""  # the class of the calling method: `self.x()` prefers that class's x
 
 
+class EdgeSite(NamedTuple):
+    """An edge where it is written, for matching precise answers to it."""
+
+    id: int
+    path: str
+    line: int
+    target_name: str
+    kind: str
+
+
+class SymbolSpan(NamedTuple):
+    id: int
+    path: str
+    name: str
+    start_line: int
+    end_line: int
+
+
 @dataclass(frozen=True)
 class EdgeHit:
     kind: str

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from codewhere.types import (
     Edge,
     EdgeHit,
     EdgeRow,
+    EdgeSite,
     FileKind,
     FileRecord,
     Filters,
@@ -29,6 +30,7 @@ from codewhere.types import (
     Symbol,
     SymbolRef,
     SymbolRow,
+    SymbolSpan,
     TermQuery,
     Unit,
 )
@@ -64,10 +66,26 @@ def like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+# an edge a precise source resolved, whose answer still holds: its target symbol exists (or it
+# was found to reach no symbol). Name resolution leaves it alone; rewriting its file replaces it.
+KEPT_PRECISE = """(e.resolution IN ('scip', 'lsp', 'jedi')
+                   AND (e.target_id IS NULL OR EXISTS (SELECT 1 FROM symbols t WHERE t.id = e.target_id)))"""
+
+
+class EdgeSource(NamedTuple):
+    source_id: int
+    kind: str
+    path: str
+    line: int
+    resolution: str
+    target_id: int
+
+
 def edge_sources_sql(targets: str, kinds: str) -> str:
-    """(source id, edge kind, path, line) of the call and inherit edges into a set of symbols:
-    one level of an impact walk. `targets` and `kinds` are each store's list placeholders."""
-    return f"""SELECT e.source_id, e.kind, f.path, e.line FROM edges e JOIN files f ON f.id = e.file_id
+    """(source id, edge kind, path, line, resolution, target id) of the call and inherit edges into
+    a set of symbols: one level of an impact walk. `targets` and `kinds` are each store's list
+    placeholders."""
+    return f"""SELECT e.source_id, e.kind, f.path, e.line, e.resolution, e.target_id FROM edges e JOIN files f ON f.id = e.file_id
                WHERE e.target_id IN ({targets}) AND e.kind IN ({kinds}) AND e.source_id IS NOT NULL
                ORDER BY f.path, e.line"""
 
@@ -189,6 +207,9 @@ class IndexWriter(StoreInfo, Protocol):
         self, names: Sequence[str] | None = None, paths: Sequence[str] = ()
     ) -> tuple[list[EdgeRow], list[SymbolRef], set[tuple[int, str]]]: ...
     def set_edge_targets(self, rows: Iterable[tuple[int, int | None, str]]) -> None: ...
+    def edge_sites(self, paths: Sequence[str] | None = None) -> list[EdgeSite]: ...  # None: every file
+    def symbol_spans(self, paths: Sequence[str]) -> list[SymbolSpan]: ...
+    def resolution_counts(self, resolution: str) -> dict[str, int]: ...  # path → edges resolved so
 
 
 class SearchReader(Protocol):
@@ -233,7 +254,7 @@ class GraphReader(Protocol):
     def edges_to(self, symbol_ids: Sequence[int], kinds: Sequence[str]) -> list[EdgeHit]: ...
     def unresolved_edges_named(self, name: str, kinds: Sequence[str]) -> list[EdgeHit]: ...
     def edges_from(self, symbol_id: int, kinds: Sequence[str]) -> list[EdgeHit]: ...
-    def edge_sources(self, target_ids: Sequence[int], kinds: Sequence[str]) -> list[tuple[int, str, str, int]]: ...
+    def edge_sources(self, target_ids: Sequence[int], kinds: Sequence[str]) -> list[EdgeSource]: ...
     def graph_stats(self) -> dict[str, object]: ...
 
 

@@ -37,7 +37,9 @@ from codewhere.errors import (
 from codewhere.store.base import (
     CHUNK_ROW_COLUMNS,
     DEFINITION_SEPARATOR,
+    KEPT_PRECISE,
     ChunkAt,
+    EdgeSource,
     FileState,
     StoreStats,
     chunk_row,
@@ -56,6 +58,7 @@ from codewhere.types import (
     Edge,
     EdgeHit,
     EdgeRow,
+    EdgeSite,
     FileRecord,
     Filters,
     ModelInfo,
@@ -63,6 +66,7 @@ from codewhere.types import (
     Symbol,
     SymbolRef,
     SymbolRow,
+    SymbolSpan,
     TermQuery,
 )
 
@@ -625,8 +629,8 @@ class PostgresStore:
         self, names: Sequence[str] | None = None, paths: Sequence[str] = ()
     ) -> tuple[list[EdgeRow], list[SymbolRef], set[tuple[int, str]]]:
         rid = self._repo_id
-        edge_sql = """SELECT e.id, e.file_id, e.kind, e.target_name, coalesce(s.parent, '')
-                      FROM edges e LEFT JOIN symbols s ON s.id = e.source_id WHERE e.repo_id = %s"""
+        edge_sql = f"""SELECT e.id, e.file_id, e.kind, e.target_name, coalesce(s.parent, '')
+                       FROM edges e LEFT JOIN symbols s ON s.id = e.source_id WHERE e.repo_id = %s AND NOT {KEPT_PRECISE}"""
         if names is None:
             edges = [EdgeRow(*r) for r in self._db.execute(edge_sql, (rid,))]
             symbols = [SymbolRef(*r) for r in self._db.execute(
@@ -650,6 +654,24 @@ class PostgresStore:
             (rid, sorted({e.file_id for e in edges})),
         )}
         return edges, symbols, imported
+
+    def edge_sites(self, paths: Sequence[str] | None = None) -> list[EdgeSite]:
+        sql = """SELECT e.id, f.path, e.line, e.target_name, e.kind FROM edges e JOIN files f ON f.id = e.file_id
+                 WHERE e.repo_id = %s"""
+        if paths is None:
+            return [EdgeSite(int(r[0]), r[1], int(r[2]), r[3], r[4]) for r in self._db.execute(sql, (self._repo_id,))]
+        return [EdgeSite(int(r[0]), r[1], int(r[2]), r[3], r[4])
+                for r in self._db.execute(sql + " AND f.path = ANY(%s)", (self._repo_id, list(paths)))]
+
+    def resolution_counts(self, resolution: str) -> dict[str, int]:
+        return {r[0]: int(r[1]) for r in self._db.execute(
+            """SELECT f.path, count(*) FROM edges e JOIN files f ON f.id = e.file_id
+               WHERE e.repo_id = %s AND e.resolution = %s GROUP BY f.path""", (self._repo_id, resolution))}
+
+    def symbol_spans(self, paths: Sequence[str]) -> list[SymbolSpan]:
+        return [SymbolSpan(int(r[0]), r[1], r[2], int(r[3]), int(r[4])) for r in self._db.execute(
+            """SELECT s.id, f.path, s.name, s.start_line, s.end_line FROM symbols s JOIN files f ON f.id = s.file_id
+               WHERE s.repo_id = %s AND f.path = ANY(%s)""", (self._repo_id, list(paths)))]
 
     def set_edge_targets(self, rows: Iterable[tuple[int, int | None, str]]) -> None:
         """One COPY into a temporary table, then one UPDATE: row-by-row updates take minutes on big repos."""
@@ -725,9 +747,9 @@ class PostgresStore:
     def edges_from(self, symbol_id: int, kinds: Sequence[str]) -> list[EdgeHit]:
         return self._edge_hits("e.source_id = %s AND e.kind = ANY(%s) ORDER BY e.line", (symbol_id, list(kinds)))
 
-    def edge_sources(self, target_ids: Sequence[int], kinds: Sequence[str]) -> list[tuple[int, str, str, int]]:
+    def edge_sources(self, target_ids: Sequence[int], kinds: Sequence[str]) -> list[EdgeSource]:
         rows = self._db.execute(_EDGE_SOURCES_SQL, {"targets": list(target_ids), "kinds": list(kinds)})
-        return [(int(r[0]), r[1], r[2], int(r[3])) for r in rows]
+        return [EdgeSource(int(r[0]), r[1], r[2], int(r[3]), r[4], int(r[5])) for r in rows]
 
     def interrupt(self) -> None:
         """Stop the statement running in another thread (it raises QueryInterrupted there)."""

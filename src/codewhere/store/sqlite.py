@@ -33,7 +33,9 @@ from codewhere.locks import index_writer_lock
 from codewhere.store.base import (
     CHUNK_ROW_COLUMNS,
     DEFINITION_SEPARATOR,
+    KEPT_PRECISE,
     ChunkAt,
+    EdgeSource,
     FileState,
     StoreStats,
     chunk_row,
@@ -52,6 +54,7 @@ from codewhere.types import (
     Edge,
     EdgeHit,
     EdgeRow,
+    EdgeSite,
     FileRecord,
     Filters,
     ModelInfo,
@@ -59,6 +62,7 @@ from codewhere.types import (
     Symbol,
     SymbolRef,
     SymbolRow,
+    SymbolSpan,
     TermQuery,
 )
 
@@ -736,16 +740,16 @@ class SqliteStore:
         """Every edge, every symbol (id, file, name, kind) and every (file, imported name); or,
         given `names`, only the edges naming one of them or lying in one of `paths`, with the
         symbols and imports those edges can resolve to."""
-        edge_sql = """SELECT e.id, e.file_id, e.kind, e.target_name, coalesce(s.parent, '')
-                      FROM edges e LEFT JOIN symbols s ON s.id = e.source_id"""
+        edge_sql = f"""SELECT e.id, e.file_id, e.kind, e.target_name, coalesce(s.parent, '')
+                       FROM edges e LEFT JOIN symbols s ON s.id = e.source_id WHERE NOT {KEPT_PRECISE}"""
         if names is None:
             edges = [EdgeRow(*r) for r in self._db.execute(edge_sql)]
             symbols = [SymbolRef(*r) for r in self._db.execute("SELECT id, file_id, name, kind, parent FROM symbols")]
             imported = {(f, n) for f, n in self._db.execute("SELECT file_id, target_name FROM edges WHERE kind = 'import'")}
             return edges, symbols, imported
         edges = [EdgeRow(*r) for r in self._db.execute(
-            edge_sql + """ WHERE e.target_name IN (SELECT value FROM json_each(?1))
-                           OR e.file_id IN (SELECT f.id FROM files f JOIN json_each(?2) j ON f.path = j.value)""",
+            edge_sql + """ AND (e.target_name IN (SELECT value FROM json_each(?1))
+                           OR e.file_id IN (SELECT f.id FROM files f JOIN json_each(?2) j ON f.path = j.value))""",
             (json.dumps(sorted(names)), json.dumps(list(paths))),
         )]
         wanted = json.dumps(sorted({e.target_name for e in edges}))
@@ -758,6 +762,24 @@ class SqliteStore:
             (files,),
         )}
         return edges, symbols, imported
+
+    def edge_sites(self, paths: Sequence[str] | None = None) -> list[EdgeSite]:
+        sql = "SELECT e.id, f.path, e.line, e.target_name, e.kind FROM edges e JOIN files f ON f.id = e.file_id"
+        if paths is None:
+            return [EdgeSite(*r) for r in self._db.execute(sql)]
+        return [EdgeSite(*r) for r in self._db.execute(
+            sql + " WHERE f.path IN (SELECT value FROM json_each(?))", (json.dumps(list(paths)),))]
+
+    def resolution_counts(self, resolution: str) -> dict[str, int]:
+        """Edges resolved by `resolution`, per file."""
+        return dict(self._db.execute(
+            """SELECT f.path, count(*) FROM edges e JOIN files f ON f.id = e.file_id WHERE e.resolution = ?
+               GROUP BY f.path""", (resolution,)))
+
+    def symbol_spans(self, paths: Sequence[str]) -> list[SymbolSpan]:
+        return [SymbolSpan(*r) for r in self._db.execute(
+            """SELECT s.id, f.path, s.name, s.start_line, s.end_line FROM symbols s JOIN files f ON f.id = s.file_id
+               WHERE f.path IN (SELECT value FROM json_each(?))""", (json.dumps(list(paths)),))]
 
     def set_edge_targets(self, rows: Iterable[tuple[int, int | None, str]]) -> None:
         self._db.executemany(
@@ -834,14 +856,14 @@ class SqliteStore:
                   WHERE e.source_id = ? AND e.kind IN ({','.join('?' * len(kinds))}) ORDER BY e.line"""
         return [EdgeHit(*r) for r in self._db.execute(sql, (symbol_id, *kinds))]
 
-    def edge_sources(self, target_ids: Sequence[int], kinds: Sequence[str]) -> list[tuple[int, str, str, int]]:
-        """(source id, kind, path, line) of each `kinds` edge into the symbols, by path and line."""
-        out: list[tuple[int, str, str, int]] = []
+    def edge_sources(self, target_ids: Sequence[int], kinds: Sequence[str]) -> list[EdgeSource]:
+        """Each `kinds` edge into the symbols, by path and line."""
+        out: list[EdgeSource] = []
         for at in range(0, len(target_ids), 500):
             part = target_ids[at : at + 500]
             sql = edge_sources_sql(",".join("?" * len(part)), ",".join("?" * len(kinds)))
-            out += cast(list[tuple[int, str, str, int]], self._db.execute(sql, (*part, *kinds)).fetchall())
-        return out if len(target_ids) <= 500 else sorted(out, key=lambda r: (r[2], r[3]))
+            out += [EdgeSource(*r) for r in self._db.execute(sql, (*part, *kinds))]
+        return out if len(target_ids) <= 500 else sorted(out, key=lambda r: (r.path, r.line))
 
     def graph_stats(self) -> dict[str, object]:
         by_resolution = dict(self._db.execute("SELECT kind || ':' || resolution, count(*) FROM edges GROUP BY 1"))
