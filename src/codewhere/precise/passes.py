@@ -81,7 +81,8 @@ def run_jedi(root: Path, store: IndexWriter, on_file: Callable[[int, int, str], 
         store.set_meta({JEDI_FILES: json.dumps(kept, separators=(",", ":")),
                         JEDI_SUMMARY: f"{len(kept)} Python files, {sum(resolved_now.values()):,} edges"})
     per_thousand = 1000 * run.seconds / run.sites if run.sites else 0.0
-    outcome.lines.append(f"jedi ({len(todo)} Python files, {run.seconds:.1f} s, {per_thousand:.1f} s per 1,000 sites): {_said(merged)}")
+    files = f"{len(todo)} Python file" + ("s" if len(todo) != 1 else "")
+    outcome.lines.append(f"jedi ({files}, {run.seconds:.1f} s, {per_thousand:.1f} s per 1,000 sites): {_said(merged)}")
     return outcome
 
 
