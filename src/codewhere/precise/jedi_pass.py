@@ -33,9 +33,11 @@ class JediRun:
 def _project(root: Path) -> object:
     import jedi
 
-    # the repository's own packages before anything installed: a `src/` layout imports from src/
+    # the repository's own packages before anything installed (jedi's added paths come after the
+    # environment's, so a release of the same package installed here would win): `src/` first
     first = [str(p) for p in (root / "src", root) if p.is_dir()]
-    return jedi.Project(root, added_sys_path=first, smart_sys_path=True, load_unsafe_extensions=False)
+    installed = [p for p in jedi.get_default_environment().get_sys_path() if p not in first]
+    return jedi.Project(root, sys_path=first + installed, smart_sys_path=True, load_unsafe_extensions=False)
 
 
 def _column(line_text: str, name: str) -> int | None:

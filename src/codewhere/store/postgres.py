@@ -663,6 +663,12 @@ class PostgresStore:
         return [EdgeSite(int(r[0]), r[1], int(r[2]), r[3], r[4])
                 for r in self._db.execute(sql + " AND f.path = ANY(%s)", (self._repo_id, list(paths)))]
 
+    def resolved_edges(self) -> list[tuple[EdgeSite, int | None, str]]:
+        return [(EdgeSite(int(r[0]), r[1], int(r[2]), r[3], r[4]), None if r[5] is None else int(r[5]), r[6])
+                for r in self._db.execute(
+            """SELECT e.id, f.path, e.line, e.target_name, e.kind, e.target_id, e.resolution
+               FROM edges e JOIN files f ON f.id = e.file_id WHERE e.repo_id = %s""", (self._repo_id,))]
+
     def resolution_counts(self, resolution: str) -> dict[str, int]:
         return {r[0]: int(r[1]) for r in self._db.execute(
             """SELECT f.path, count(*) FROM edges e JOIN files f ON f.id = e.file_id

@@ -770,6 +770,12 @@ class SqliteStore:
         return [EdgeSite(*r) for r in self._db.execute(
             sql + " WHERE f.path IN (SELECT value FROM json_each(?))", (json.dumps(list(paths)),))]
 
+    def resolved_edges(self) -> list[tuple[EdgeSite, int | None, str]]:
+        """Every edge with its target and resolution: what a comparison of graphs reads."""
+        return [(EdgeSite(*r[:5]), r[5], r[6]) for r in self._db.execute(
+            """SELECT e.id, f.path, e.line, e.target_name, e.kind, e.target_id, e.resolution
+               FROM edges e JOIN files f ON f.id = e.file_id""")]
+
     def resolution_counts(self, resolution: str) -> dict[str, int]:
         """Edges resolved by `resolution`, per file."""
         return dict(self._db.execute(
