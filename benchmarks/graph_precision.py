@@ -4,7 +4,9 @@
 
 For each repository the real SCIP indexer (scip-python 0.6.6, scip-typescript 0.4.0, installed
 from npm into the benchmark cache: not part of codewhere's install) writes the ground truth. Then
-three indexes of the same tree: names alone, names + jedi (Python), names + the SCIP file merged.
+four indexes of the same tree: names alone, names + jedi (Python), names + a language server
+(pyright-langserver 1.1.414, typescript-language-server 6.0.2 over TypeScript 5.9.3), names + the
+SCIP file merged.
 For every call edge the SCIP document answers: the truth is the symbol it names, or "no symbol of
 the repository" (a library, a parameter, a variable).
 
@@ -36,23 +38,26 @@ from codewhere import graph  # noqa: E402
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.precise.jedi_pass import jedi_answers  # noqa: E402
+from codewhere.precise.lsp import installed_servers, lsp_answers  # noqa: E402
 from codewhere.precise.scip import read_scip  # noqa: E402
 from codewhere.store.base import IndexWriter  # noqa: E402
 from codewhere.types import Filters  # noqa: E402
 from corpora import CACHE, from_git, requests_corpus  # noqa: E402
 from semble_bench import SHARED, mirror_for  # noqa: E402
 
-NPM_TOOLS = {"@sourcegraph/scip-python": "0.6.6", "@sourcegraph/scip-typescript": "0.4.0"}
+NPM_TOOLS = {"@sourcegraph/scip-python": "0.6.6", "@sourcegraph/scip-typescript": "0.4.0", "pyright": "1.1.414",
+             "typescript-language-server": "6.0.2", "typescript": "5.9.3"}
 # name → (language, subfolder the SCIP indexer and codewhere both take as root; "" for the whole tree)
 REPOS = {"requests": ("python", ""), "flask": ("python", ""), "zod": ("typescript", "packages/zod"),
          "trpc": ("typescript", "packages/server")}
 
 
 def tools() -> Path:
-    """scip-python and scip-typescript from npm, into the benchmark cache (once)."""
+    """The SCIP indexers and the language servers from npm, into the benchmark cache (once)."""
     prefix = CACHE / "npm-scip"
     bin_dir = prefix / "node_modules" / ".bin"
-    if not (bin_dir / "scip-python").exists() or not (bin_dir / "scip-typescript").exists():
+    if not all((bin_dir / tool).exists() for tool in ("scip-python", "scip-typescript", "pyright-langserver",
+                                                       "typescript-language-server")):
         prefix.mkdir(parents=True, exist_ok=True)
         subprocess.run(["npm", "install", "--silent", "--prefix", str(prefix),
                         *(f"{name}@{version}" for name, version in NPM_TOOLS.items())], check=True)
@@ -171,6 +176,8 @@ def bench(name: str, mirrors: Path, runs: int) -> dict[str, object]:
         result["scip_documents"] = reading.documents
         result["scip_left_out"] = len(reading.stale) + len(reading.missing)
         result["scip_edges_answered"] = merged.matched
+        result["scip_call_coverage"] = round(
+            sum(1 for _, how in edges_of(scip_index_).values() if how == graph.Resolution.SCIP) / max(1, calls), 3)
         truth = edges_of(scip_index_)
         result["names"] = score(names, truth)
         result["scip"] = score(truth, truth)
@@ -186,6 +193,18 @@ def bench(name: str, mirrors: Path, runs: int) -> dict[str, object]:
             result["jedi_seconds_per_1000_sites"] = round(1000 * run.seconds / run.sites, 1) if run.sites else None
             result["jedi_sites"] = run.sites
             jedi_index.close()
+        lsp_index = fresh(root, cache, "lsp")
+        servers = [s for s in installed_servers(str(tools())) if s.speaks(language)]
+        files = [p for p, s in lsp_index.store.file_states().items() if not s.skip_reason]
+        answers, runs = lsp_answers(root, lsp_index.store.edge_sites(None), servers, files)
+        graph.apply_precise(lsp_index.store, answers, graph.Resolution.LSP)
+        result["lsp"] = score(edges_of(lsp_index), truth)
+        for server_name, run in runs.items():
+            result["lsp_server"] = server_name
+            result["lsp_seconds"] = round(run.seconds, 1)
+            result["lsp_seconds_per_1000_sites"] = round(1000 * run.seconds / run.sites, 1) if run.sites else None
+            result["lsp_failed"] = run.failed
+        lsp_index.close()
         resolutions = Counter(how for _, how in truth.values())
         result["truth_resolutions"] = dict(resolutions.most_common())
         names_index.close()

@@ -3,7 +3,10 @@ the small `index.scip` files beside each fixture) and jedi, merged over name res
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ import pytest
 from codewhere import graph
 from codewhere.api import Index
 from codewhere.graph import PreciseAnswer, Resolution, precise_targets
+from codewhere.precise.lsp import Server, installed_servers, lsp_answers
 from codewhere.precise.scip import descriptor_name, read_scip
 from codewhere.types import EdgeSite, SymbolSpan
 from tests.conftest import bump_mtime
@@ -116,7 +120,7 @@ def test_jedi_resolves_a_method_call_through_an_assignment(tmp_path: Path, open_
     root = copied(tmp_path, "python")
     index = open_index(root, precise=True)
     report = index.refresh(vectors=False)
-    assert report.precise and report.precise[0].startswith("jedi (3 Python files")
+    assert report.precise and report.precise[0].startswith("jedi (3 files")
     read = callee(index, "Writer.copy", "read")
     assert (read.target.qualified_name, read.resolution) == ("Reader.read", Resolution.JEDI)
     assert callee(index, "parse", "loads").target is None  # json.loads, outside the repository
@@ -127,7 +131,7 @@ def test_jedi_resolves_a_method_call_through_an_assignment(tmp_path: Path, open_
     codec.write_text(codec.read_text() + "\n\ndef again(raw):\n    return parse(raw)\n")
     bump_mtime(codec)
     report = index.refresh(vectors=False)
-    assert report.precise[0].startswith("jedi (1 Python file,")  # only the changed file
+    assert report.precise[0].startswith("jedi (1 file,")  # only the changed file
     assert callee(index, "again", "parse").resolution == Resolution.JEDI
     assert callee(index, "Writer.copy", "read").resolution == Resolution.JEDI
 
@@ -170,9 +174,73 @@ def test_precise_targets_take_the_innermost_symbol_and_know_a_non_symbol() -> No
     ("scip-typescript npm fixture 1 `shapes.ts`/Square#", "Square"),
     ("scip-python python requests 2.32.3 `src.requests.utils`/DEFAULT_CA_BUNDLE_PATH.", "DEFAULT_CA_BUNDLE_PATH"),
     ("rust-analyzer cargo std 1.0 io/Write#flush(+1).", "flush"),
+    ("scip-typescript npm zod 3 `src/v3/ZodError.ts`/ZodError#`<get>errors`().", "errors"),
+    ("scip-typescript npm zod 3 `src/v3/types.ts`/ZodType#`<constructor>`().", "constructor"),
     ("scip-python python requests 2.32.3 `src.requests.compat`/", None),
     ("scip-python python requests 2.32.3 `src.requests.api`/get().(url)", None),
     ("local 12", None),
 ])
 def test_descriptor_names(symbol: str, name: str | None) -> None:
     assert descriptor_name(symbol) == name
+
+
+# ---- language servers ----------------------------------------------------------------------------
+# CI installs pyright and typescript-language-server from npm and points CODEWHERE_TEST_LSP_PATH at
+# them (CODEWHERE_TEST_LSP=1 makes their absence a failure); elsewhere these tests skip.
+
+LSP_PATH = os.environ.get("CODEWHERE_TEST_LSP_PATH", "")
+
+
+def servers_or_skip(language: str) -> list[Server]:
+    found = [s for s in installed_servers(LSP_PATH or None) if s.speaks(language)] if LSP_PATH else []
+    if not found:
+        if os.environ.get("CODEWHERE_TEST_LSP") == "1":
+            pytest.fail(f"no {language} language server under CODEWHERE_TEST_LSP_PATH={LSP_PATH!r}")
+        pytest.skip("no language server installed (set CODEWHERE_TEST_LSP_PATH)")
+    return found
+
+
+@pytest.mark.parametrize("language, spec, name, expected", [
+    ("python", "Writer.copy", "read", "Reader.read"),
+    ("typescript", "Square.double", "area", "Circle.area"),
+])
+def test_a_language_server_resolves_what_names_alone_got_wrong(
+    tmp_path: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch, language: str, spec: str, name: str, expected: str,
+) -> None:
+    servers_or_skip(language)
+    monkeypatch.setenv("PATH", f"{LSP_PATH}{os.pathsep}{os.environ['PATH']}")
+    root = copied(tmp_path, language)
+    index = open_sqlite_index(root, lsp=True)
+    report = index.refresh(vectors=False)
+    assert any(line.startswith(("pyright-langserver", "typescript-language-server")) for line in report.precise)
+    found = callee(index, spec, name)
+    assert (found.target.qualified_name, found.resolution) == (expected, Resolution.LSP)
+    if language == "python":
+        assert callee(index, "parse", "loads").target is None  # json.loads
+    else:  # across files: the call in main.ts reaches Square.area in shapes.ts
+        assert [(r.source.qualified_name, r.resolution) for r in index.callers("Square.area")[1]] == [("report", Resolution.LSP)]
+    assert not index.refresh(vectors=False).precise  # nothing changed: no server is started
+
+
+def test_no_language_server_is_one_line(tmp_path: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    root = copied(tmp_path, "python")
+    report = open_sqlite_index(root, lsp=True).refresh(vectors=False)
+    assert report.precise == ["LSP: no language server installed (pyright-langserver, typescript-language-server, "
+                              "clangd); the graph keeps name resolution"]
+
+
+@pytest.mark.parametrize("command", [("sleep", "600"), ("false",), ("sh", "-c", "echo garbage; sleep 600")])
+def test_a_hung_or_crashing_server_costs_a_warning_not_the_index(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, command: tuple[str, ...],
+) -> None:
+    root = copied(tmp_path, "python")
+    server = Server("broken", command, (".py",), ((".py", "python"),))
+    started = time.monotonic()
+    answers, runs = lsp_answers(root, [EdgeSite(1, "store.py", 15, "read", "call")], [server],
+                                request_seconds=1, start_seconds=2)
+    assert answers == [] and runs["broken"].failed
+    assert time.monotonic() - started < 10
+    assert "the language server broken" in caplog.text
+    leftover = subprocess.run(["pgrep", "-f", "sleep 600"], capture_output=True, text=True).stdout.split()
+    assert not leftover  # its whole process group was killed

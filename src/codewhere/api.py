@@ -196,6 +196,7 @@ class Index:
         warm: bool = False,
         scip: str | os.PathLike[str] | None = None,
         precise: bool | None = None,
+        lsp: bool | None = None,
     ) -> Self:
         """Open (or create) the index of `path`.
 
@@ -207,12 +208,13 @@ class Index:
         `refresh(rebuild=True)`); without `create`, a folder never indexed is a NotIndexedError.
         `warm` keeps every chunk's row in memory between searches (store/warm.py): for a process
         that searches many times, not for one search. `scip` names a SCIP index to merge into the
-        graph at each refresh where it changed; `precise` asks jedi about Python call sites.
+        graph at each refresh where it changed; `precise` asks jedi about Python call sites, `lsp` the
+        installed language servers about the call sites of their languages.
         """
         root = resolve_root(path)
         settings = (settings or Settings.load(root)).with_flags(
             model=model, chunker=chunker, store=store, repo=repo, include_minified=include_minified, gitignore=gitignore,
-            scip_file=Path(scip).expanduser().absolute() if scip is not None else None, precise=precise,
+            scip_file=Path(scip).expanduser().absolute() if scip is not None else None, precise=precise, lsp=lsp,
         )
         settings.scan_options  # noqa: B018 — an unknown gitignore mode is refused before anything is opened
         if settings.chunker not in CHUNKERS:
@@ -327,11 +329,16 @@ class Index:
             else:
                 report.precise += outcome.lines
                 report.precise_problems += outcome.problems
-        if self.settings.precise:
-            def on_file(n: int, total: int, path: str) -> None:
+        def on_file(phase: str) -> Callable[[int, int, str], None]:
+            def step(n: int, total: int, path: str) -> None:
                 if progress:
-                    progress(indexer.Step("jedi", n, total, path))
-            report.precise += passes.run_jedi(self.root, store, on_file).lines
+                    progress(indexer.Step(phase, n, total, path))
+            return step
+
+        if self.settings.precise:
+            report.precise += passes.run_jedi(self.root, store, on_file("jedi")).lines
+        if self.settings.lsp:
+            report.precise += passes.run_lsp(self.root, store, None, on_file("lsp")).lines
 
     def refresh_if_free(self, progress: Progress | None = None, vectors: bool = True) -> IndexReport | None:
         """Refresh unless another process is indexing right now, or the index cannot be written

@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--precise", action="store_true", default=None,
                    help="resolve Python call sites with jedi, in-process (slower: about 10 s per 1,000 call sites; "
                         "then only changed files; config: graph.precise)")
+    p.add_argument("--lsp", action="store_true", default=None,
+                   help="ask the installed language servers (pyright-langserver, typescript-language-server, clangd) "
+                        "where each call site's definition is; then only changed files (config: graph.lsp)")
     _add_index_options(p)
 
     p = sub.add_parser("search", help="search a folder (refreshing its index first)")
@@ -225,7 +228,7 @@ def _open(args: argparse.Namespace, rebuild: bool = False, path: str | None = No
     index = Index.open(
         path or args.path or default_root(), args.index, rebuild=rebuild, model=args.model, chunker=args.chunker, store=args.store, repo=repo,
         include_minified=args.include_minified, gitignore=args.gitignore, create=create, warm=warm,
-        scip=getattr(args, "scip", None), precise=getattr(args, "precise", None),
+        scip=getattr(args, "scip", None), precise=getattr(args, "precise", None), lsp=getattr(args, "lsp", None),
     )
     return index
 

@@ -69,6 +69,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("ranking_file", "ranking", "params_file", "CODEWHERE_RANKING_PARAMS", Path),
     Option("scip_file", "graph", "scip", "CODEWHERE_SCIP", Path),
     Option("precise", "graph", "precise", "CODEWHERE_PRECISE", bool),
+    Option("lsp", "graph", "lsp", "CODEWHERE_LSP", bool),
 )
 
 
@@ -95,6 +96,7 @@ class Settings:
     ranking_file: Path | None = None  # a TOML file whose [ranking] table overrides ranking parameters (fits, experiments)
     scip_file: Path | None = None  # a SCIP index to merge into the graph (relative: to the indexed folder)
     precise: bool = False  # resolve Python call sites with jedi at each index run
+    lsp: bool = False  # ask the installed language servers about call sites at each index run
     sources: dict[str, str] = field(default_factory=dict, compare=False)  # setting → where it came from
 
     @property

@@ -6,28 +6,17 @@ base class and imported name of a Python file is defined, following assignments,
 from __future__ import annotations
 
 import logging
-import re
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from codewhere.graph import PreciseAnswer
+from codewhere.precise.sites import PassRun, name_column, sites_by_file
 from codewhere.types import EdgeSite
 
 log = logging.getLogger(__name__)
 
 PYTHON_SUFFIXES = (".py", ".pyi")
-EDGE_KINDS = ("call", "inherit", "import")
-
-
-@dataclass
-class JediRun:
-    files: int = 0
-    sites: int = 0  # edges asked about
-    answered: int = 0  # of those, edges jedi found a definition for
-    seconds: float = 0.0
 
 
 def _project(root: Path) -> object:
@@ -40,28 +29,16 @@ def _project(root: Path) -> object:
     return jedi.Project(root, sys_path=first + installed, smart_sys_path=True, load_unsafe_extensions=False)
 
 
-def _column(line_text: str, name: str) -> int | None:
-    """Where `name` is written on its line: a call `name(` first, else the bare word."""
-    for pattern in (rf"\b{re.escape(name)}\s*\(", rf"\b{re.escape(name)}\b"):
-        m = re.search(pattern, line_text)
-        if m:
-            return m.start()
-    return None
-
-
 def jedi_answers(
     root: Path, sites: Iterable[EdgeSite], on_file: Callable[[int, int, str], None] | None = None
-) -> tuple[list[PreciseAnswer], JediRun]:
+) -> tuple[list[PreciseAnswer], PassRun]:
     """Ask jedi about every edge of `sites` in a Python file. A definition inside `root` is an
     answer with its place; one outside (a library, the standard library) an answer with none; a
     name jedi cannot follow gives no answer, and name resolution stands."""
     import jedi
 
-    by_file: dict[str, list[EdgeSite]] = defaultdict(list)
-    for site in sites:
-        if site.path.endswith(PYTHON_SUFFIXES) and site.kind in EDGE_KINDS:
-            by_file[site.path].append(site)
-    run = JediRun(files=len(by_file))
+    by_file = sites_by_file(sites, PYTHON_SUFFIXES)
+    run = PassRun(files=len(by_file))
     started = time.perf_counter()
     project = _project(root)
     resolved_root = root.resolve()
@@ -80,7 +57,7 @@ def jedi_answers(
             run.sites += 1
             if not 1 <= site.line <= len(lines):
                 continue
-            column = _column(lines[site.line - 1], site.target_name)
+            column = name_column(lines[site.line - 1], site.target_name)
             if column is None:
                 continue
             try:

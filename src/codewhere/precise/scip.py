@@ -57,7 +57,11 @@ def descriptor_name(symbol: str) -> str | None:
     m = _LAST_DESCRIPTOR.search(symbol)
     if m is None:
         return None
-    return m.group(1).replace("``", "`") if m.group(1) is not None else m.group(2)
+    name = m.group(1).replace("``", "`") if m.group(1) is not None else m.group(2)
+    # scip-typescript marks accessors and constructors: `<get>errors`, `<set>value`, `<constructor>`
+    if accessor := re.fullmatch(r"<(\w+)>(.*)", name):
+        name = accessor.group(2) or accessor.group(1)
+    return name
 
 
 def _load(path: Path) -> object:
@@ -158,13 +162,20 @@ def read_scip(path: Path, root: Path, indexed: set[str]) -> ScipReading:
             if o.symbol_roles & ROLE_DEFINITION and not o.symbol.startswith("local "):
                 definitions.setdefault(o.symbol, (rel, _span(o.range)[0] + 1))
     for rel, document, lines in usable:
+        # a local symbol (a nested function, a parameter, a variable) is defined in its own document
+        local = {o.symbol: (rel, _span(o.range)[0] + 1) for o in document.occurrences  # type: ignore[attr-defined]
+                 if o.symbol_roles & ROLE_DEFINITION and o.symbol.startswith("local ")}
         for o in document.occurrences:  # type: ignore[attr-defined]
-            if o.symbol_roles & ROLE_DEFINITION or o.symbol.startswith("local ") or o.symbol in unusable_symbols:
+            if o.symbol_roles & ROLE_DEFINITION or o.symbol in unusable_symbols:
                 continue
             line, start, end = _span(o.range)
             written = lines.slice(line, start, end)
             if not written or not _NAME.fullmatch(written):
                 continue  # `super()`, an operator, a string key: no name an edge can carry
+            if o.symbol.startswith("local "):
+                if o.symbol in local:
+                    reading.answers.append(PreciseAnswer(rel, line + 1, written, *local[o.symbol], written))
+                continue
             where = definitions.get(o.symbol)
             name = descriptor_name(o.symbol) or ""
             if where is None:
