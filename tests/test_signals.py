@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 import pytest
 
-from codewhere.search import ranking
+from codewhere.search import engine, ranking
 from codewhere.search.fuse import rrf
 from codewhere.search.params import DEFAULT_PARAMS as P
 from codewhere.search.params import RankingParams
@@ -15,7 +16,7 @@ from codewhere.search.ranking.path import named_in, path_factor
 from codewhere.search.ranking.size import size_factor
 from codewhere.search.ranking.words import file_named_after
 from codewhere.tokens import compound
-from codewhere.types import ChunkRow, FileKind, Ranked, Unit
+from codewhere.types import ChunkRow, FileKind, Filters, Ranked, Unit
 
 ANY_QUERY = parse_query("")  # for the signals that read only the candidates
 
@@ -30,12 +31,18 @@ def cand(cid: int, score: float, path: str = "src/a.py", kind: FileKind = FileKi
     return Ranked(cid, score, why or {}, row)
 
 
+Links = Mapping[int, Sequence[int] | Mapping[int, float]]
+
+
 def run(candidates: Sequence[Ranked], query: str | object, *signals: str, params: RankingParams = P,
-        evidence: Mapping[int, Sequence[int]] | Callable[[], Mapping[int, Sequence[int]]] | None = None,
+        evidence: Links | Callable[[], Links] | None = None,
         fetch: Callable[[Sequence[int]], Mapping[int, Ranked]] | None = None, limit: int | None = None) -> list[Ranked]:
-    """ranking.rank over candidates (or an earlier ranking's output) with the named signals."""
+    """ranking.rank over candidates (or an earlier ranking's output) with the named signals;
+    evidence targets given as a list weigh 1 each."""
     shape = parse_query(query) if isinstance(query, str) else query
-    links = evidence if callable(evidence) or evidence is None else (lambda: evidence)
+    read = evidence if callable(evidence) or evidence is None else (lambda: evidence)
+    links = None if read is None else (lambda: {s: t if isinstance(t, Mapping) else dict.fromkeys(t, 1.0)
+                                                for s, t in read().items()})
     rows = None if fetch is None else (lambda wanted: {cid: c.row for cid, c in fetch(wanted).items()})
     return ranking.rank([c.row for c in candidates], [c.score for c in candidates], [c.why for c in candidates], shape,
                         signals, params, links, rows, limit)
@@ -232,6 +239,27 @@ def test_evidence_moves_a_tests_score_to_the_code_it_calls_and_pulls_it_in() -> 
     split = run([test, other], "x", "evidence", evidence={10: [11, 12], 11: [10]}, fetch=lambda w: {12: target})
     assert next(c for c in split if c.chunk_id == 11).score == pytest.approx(0.012 + P.evidence_share * 0.015)
     assert next(c for c in split if c.chunk_id == 10).score == pytest.approx(0.030)
+
+
+def test_evidence_along_a_guessed_call_passes_its_weight() -> None:
+    test = cand(10, 0.030, "tests/test_auth.py", FileKind.TEST)
+    sure, guessed = cand(11, 0.0, "src/auth.py"), cand(12, 0.0, "src/other.py")
+    params = replace(P, evidence_guess_weight=0.5)
+    out = run([test, sure, guessed], "x", "evidence", params=params, evidence={10: {11: 1.0, 12: 0.5}}, fetch=lambda w: {})
+    score = {c.chunk_id: c.score for c in out}
+    assert score[11] == pytest.approx(P.evidence_share * 0.030 / 2)
+    assert score[12] == pytest.approx(P.evidence_share * 0.030 / 2 * 0.5)
+
+    class Calls:  # what the store says of the test's calls: one found precisely, one by name alone
+        def call_target_chunks(self, ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
+            return {10: [(11, "scip"), (12, "unique"), (12, "import")], 13: [(12, "same-file")]}
+
+        def chunks_defining_names(self, names: Sequence[str], filters: Filters) -> dict[str, list[int]]:
+            return {}
+
+    rows = [test.row, test.row._replace(chunk_id=13)]
+    weighed = engine._evidence(Calls(), rows, Filters(), params)  # type: ignore[arg-type]
+    assert weighed == {10: {11: 1.0, 12: 1.0}, 13: {12: 0.5}}  # the surer of two edges to one target counts
 
 
 def test_evidence_is_off_when_the_query_asks_for_tests() -> None:

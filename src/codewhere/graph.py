@@ -31,6 +31,7 @@ class Resolution:
 
 
 PRECISE = (Resolution.SCIP, Resolution.LSP, Resolution.JEDI)
+GUESSES = (Resolution.SAME_FILE, Resolution.UNIQUE)  # a target chosen by name alone, among the repository's symbols
 # surest first: what --min-confidence compares and what an impact path's weakest link is
 CONFIDENCE = (*PRECISE, Resolution.IMPORT, Resolution.SAME_FILE, Resolution.UNIQUE, Resolution.AMBIGUOUS,
               Resolution.EXTERNAL)

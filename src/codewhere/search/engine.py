@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from codewhere.embed import Embedder
+from codewhere.graph import GUESSES
 from codewhere.search import ranking
 from codewhere.search.fuse import rrf
 from codewhere.search.keyword import bm25_ranking, definition_ranking
@@ -71,22 +72,29 @@ def hybrid_ranked(
     steps = [name for name in ranking.SIGNALS if name not in disabled]
     return ranking.rank(
         chunks, [score for _, score, _ in found], [why for _, _, why in found], query, steps, params,
-        lambda: _evidence(store, chunks, filters), lambda ids: store.chunk_rows(ids, filters), limit,
+        lambda: _evidence(store, chunks, filters, params), lambda ids: store.chunk_rows(ids, filters), limit,
     )
 
 
-def _evidence(store: SearchReader, candidates: Sequence[ChunkRow], filters: Filters) -> dict[int, list[int]]:
-    """Test and example chunks point at what they call; doc chunks at the names they mention."""
-    evidence: dict[int, list[int]] = {}
+def _evidence(
+    store: SearchReader, candidates: Sequence[ChunkRow], filters: Filters, params: RankingParams
+) -> dict[int, dict[int, float]]:
+    """Test and example chunks point at what they call, each call weighed by how surely its
+    target was found; doc chunks at the names they mention."""
+    evidence: dict[int, dict[int, float]] = {}
     tests = [c.chunk_id for c in candidates if c.kind is not FileKind.DOCS and ranking.is_evidence_source(c)]
     for source, targets in store.call_target_chunks(tests).items():
-        evidence[source] = targets
+        weighed: dict[int, float] = {}
+        for target, resolution in targets:
+            weight = params.evidence_guess_weight if resolution in GUESSES else 1.0
+            weighed[target] = max(weighed.get(target, 0.0), weight)
+        evidence[source] = weighed
     docs = [c for c in candidates if c.kind is FileKind.DOCS and c.mentions]
     defined = store.chunks_defining_names(sorted({n for c in docs for n in c.mentions}), filters)
     for c in docs:
-        targets = list(dict.fromkeys(cid for n in c.mentions for cid in defined.get(n, [])))
-        if targets:
-            evidence[c.chunk_id] = targets
+        named = dict.fromkeys((cid for n in c.mentions for cid in defined.get(n, [])), 1.0)
+        if named:
+            evidence[c.chunk_id] = named
     return evidence
 
 

@@ -30,6 +30,9 @@ class RankingParams:
     reexport_penalty: float = 0.5  # × for __init__.py / index.ts chunks that only import and re-export
     stub_penalty: float = 0.5  # × for .d.ts and .pyi declaration stubs
     evidence_share: float = 0.25  # share of a test/doc chunk's score passed to the code it calls or names
+    # how much of that share a call passes by how its target was found (graph.CONFIDENCE): a
+    # precise or imported target passes it all, a guess by name alone (same-file, unique) this much
+    evidence_guess_weight: float = 1.0
     folder_coherence: float = 1.0  # × (1 + weight × the other files' best scores in its folder / the best-supported folder's)
     coherence: float = 1.5  # × (1 + coherence × its other chunks' score / the best-supported file's) for a file's best chunk
     max_per_file: int = 1  # chunks of one file at full score; each further one is multiplied by file_repeat_decay

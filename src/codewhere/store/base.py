@@ -137,6 +137,14 @@ def grouped(pairs: Iterable[tuple[K, Any]]) -> dict[K, list[int]]:
     return out
 
 
+def targets_with_resolution(rows: Iterable[tuple[Any, Any, str]]) -> dict[int, list[tuple[int, str]]]:
+    """(source chunk, target chunk, resolution) rows → each source's (target, resolution) pairs, in row order."""
+    out: dict[int, list[tuple[int, str]]] = {}
+    for source, target, resolution in rows:
+        out.setdefault(int(source), []).append((int(target), resolution))
+    return out
+
+
 def unit_columns(unit: Unit | None) -> tuple[int | None, int | None, str | None]:
     """A chunk's definition as the store's three columns (NULL: none)."""
     return (unit.start_line, unit.end_line, unit.name) if unit else (None, None, None)
@@ -225,7 +233,7 @@ class SearchReader(Protocol):
         self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()
     ) -> dict[str, list[int]]: ...
     def chunk_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, ChunkRow]: ...
-    def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]: ...
+    def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]: ...
     def chunk_at(self, path: str, line: int) -> ChunkAt | None: ...
     def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]: ...
     def indexed_paths(self, filters: Filters) -> list[str]: ...

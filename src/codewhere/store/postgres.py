@@ -50,6 +50,7 @@ from codewhere.store.base import (
     path_bounds,
     smallest_chunk_by_line,
     spelled_keys,
+    targets_with_resolution,
     unit_columns,
 )
 from codewhere.types import (
@@ -185,7 +186,7 @@ _CHUNK_ROW_SQL = "SELECT " + CHUNK_ROW_COLUMNS.format(
     repo="r.name", definitions="(SELECT string_agg(d.name || %s || d.spelled, %s) FROM definitions d WHERE d.chunk_id = c.id)",
 ) + " FROM chunks c JOIN files f ON f.id = c.file_id JOIN repos r ON r.id = f.repo_id"
 _CHUNK_ROW_PARAMS = (DEFINITION_SEPARATOR, DEFINITION_SEPARATOR)
-_CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN symbols s ON s.id = e.target_id
+_CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id, e.resolution FROM edges e JOIN symbols s ON s.id = e.target_id
                        WHERE e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id <> e.chunk_id"""
 
 
@@ -840,10 +841,10 @@ class PostgresStore:
         for row in self._db.execute(f"{_CHUNK_ROW_SQL} {where}", (*_CHUNK_ROW_PARAMS, *params)):
             yield int(row[-1]), chunk_row(row)
 
-    def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
+    def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
         if not chunk_ids:
             return {}
-        return grouped(self._db.execute(f"{_CALL_TARGETS_SQL} AND e.chunk_id = ANY(%s)", (list(chunk_ids),)))
+        return targets_with_resolution(self._db.execute(f"{_CALL_TARGETS_SQL} AND e.chunk_id = ANY(%s)", (list(chunk_ids),)))
 
     def chunks_defining_names(
         self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()

@@ -46,6 +46,7 @@ from codewhere.store.base import (
     path_bounds,
     smallest_chunk_by_line,
     spelled_keys,
+    targets_with_resolution,
     unit_columns,
 )
 from codewhere.types import (
@@ -266,7 +267,7 @@ def _filter_sql(filters: Filters, file_alias: str = "f", repo: str = "") -> tupl
 _CANDIDATE_SQL = "SELECT " + CHUNK_ROW_COLUMNS.format(  # one folder: no repository name
     repo="''", definitions=f"(SELECT group_concat(d.name || {_SEP} || d.spelled, {_SEP}) FROM definitions d WHERE d.chunk_id = c.id)",
 ) + " FROM chunks c JOIN files f ON f.id = c.file_id"
-_CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id FROM edges e JOIN symbols s ON s.id = e.target_id
+_CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id, e.resolution FROM edges e JOIN symbols s ON s.id = e.target_id
                        WHERE e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id != e.chunk_id"""
 _FILE_CHUNKS_SQL = """SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id), max(c.id)
                        FROM files f JOIN chunks c ON c.file_id = f.id GROUP BY f.id"""
@@ -937,11 +938,12 @@ class SqliteStore:
             out.update((row[0], chunk_row(row)) for row in rows)
         return out
 
-    def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
-        """For each chunk, the chunks holding the definitions its resolved calls point at."""
+    def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
+        """For each chunk, the chunks holding the definitions its resolved calls point at, with how
+        each call was resolved."""
         if not chunk_ids:
             return {}
-        return grouped(self._db.execute(
+        return targets_with_resolution(self._db.execute(
             f"{_CALL_TARGETS_SQL} AND e.chunk_id IN ({','.join('?' * len(chunk_ids))})", list(chunk_ids)
         ))
 

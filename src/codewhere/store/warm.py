@@ -130,7 +130,7 @@ class WarmReader:
 
     # ---- read from the store -------------------------------------------------------------
 
-    def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[int]]:
+    def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
         return self.store.call_target_chunks(chunk_ids)
 
     def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:

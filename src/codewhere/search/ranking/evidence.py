@@ -1,6 +1,8 @@
 """Signal `evidence`: a matching test, example or doc chunk passes `evidence_share` of its score,
-split evenly, to the code chunks it calls or names. Targets not yet among the candidates join
-them. Runs before `kind-prior`, which then puts the evidence below the code it points at."""
+split evenly, to the code chunks it calls or names; each part scaled by the weight of the edge
+it follows (a call whose target was only guessed by name passes `evidence_guess_weight` of it).
+Targets not yet among the candidates join them. Runs before `kind-prior`, which then puts the
+evidence below the code it points at."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from codewhere.search.ranking.penalties import is_evidence_source
 from codewhere.search.ranking.scores import Scores
 from codewhere.types import ChunkRow
 
-Evidence = Mapping[int, Sequence[int]]  # source chunk id → the chunk ids it calls or names
+Evidence = Mapping[int, Mapping[int, float]]  # source chunk id → the chunk ids it calls or names → weight
 Fetch = Callable[[Sequence[int]], Mapping[int, ChunkRow]]  # the rows of chunks not among the candidates
 
 
@@ -23,9 +25,9 @@ def transfer_evidence(run: Scores, evidence: Evidence, fetch: Fetch, order: Iter
         c = run.rows[i]
         if not is_evidence_source(c):
             continue
-        targets = [t for t in evidence.get(c.chunk_id, ()) if t != c.chunk_id]
-        for target in targets:
-            gains[target] += run.p.evidence_share * run.scores[i] / len(targets)
+        targets = {t: w for t, w in evidence.get(c.chunk_id, {}).items() if t != c.chunk_id}
+        for target, weight in targets.items():
+            gains[target] += run.p.evidence_share * run.scores[i] * weight / len(targets)
             sources[target].append(c.chunk_id)
     if not gains:
         return
