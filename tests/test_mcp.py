@@ -55,7 +55,13 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
         assert {c["from"]["qualified_name"] for c in callers["references"]} == {"charge_credit_card", "refund_payment"}
         callees = payload(await session.call_tool("callees", {"name": "refund_payment"}))
         assert [c["to"]["qualified_name"] for c in callees["references"]] == ["gateway_request"]
-        assert payload(await session.call_tool("impact", {"name": "gateway_request", "depth": 2}))["impact"]
+        impact = payload(await session.call_tool("impact", {"name": "gateway_request", "depth": 2}))["impact"]
+        assert impact and all(i["weakest"] == "same-file" for i in impact if i["distance"] == 1)
+        # the callers are guesses by name within the file: none is at least as sure as an import
+        sure = payload(await session.call_tool("callers", {"name": "gateway_request", "min_confidence": "import"}))
+        assert sure["references"] == [] and {c["resolution"] for c in callers["references"]} == {"same-file"}
+        unknown = await session.call_tool("callers", {"name": "gateway_request", "min_confidence": "certain"})
+        assert unknown.is_error and "unknown confidence level" in unknown.content[0].text
         assert payload(await session.call_tool("refs", {"name": "gateway_request"}))["references"]
         assert payload(await session.call_tool("symbols", {"query": "credit card"}))["symbols"][0]["name"] == "charge_credit_card"
         related = payload(await session.call_tool("find_related", {"path": "src/shop/payment.py", "line": 3}))
