@@ -222,6 +222,24 @@ def test_a_language_server_resolves_what_names_alone_got_wrong(
     assert not index.refresh(vectors=False).precise  # nothing changed: no server is started
 
 
+def test_clangd_tells_a_call_through_a_field_from_a_function_of_that_name(
+    tmp_path: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    servers_or_skip("c")
+    monkeypatch.setenv("PATH", f"{LSP_PATH}{os.pathsep}{os.environ['PATH']}")
+    root = copied(tmp_path, "c")
+    index = open_sqlite_index(root)
+    index.refresh(vectors=False)
+    before = {(r.line, r.target_name): r for r in index.callees("total")[1]}
+    assert before[(9, "area")].target.qualified_name == "area"  # names alone: `s.area(&s)` is main.c's area
+    index = open_sqlite_index(root, lsp=True)
+    index.refresh(vectors=False)
+    after = {(r.line, r.target_name): r for r in index.callees("total")[1]}
+    assert after[(9, "area")].target is None and after[(9, "area")].resolution == Resolution.LSP  # the struct's field
+    assert after[(10, "area")].target.path == "main.c"  # the static function, on the next line
+    assert (after[(10, "square_area")].target.path, after[(10, "square_area")].resolution) == ("shapes.c", Resolution.LSP)
+
+
 def test_no_language_server_is_one_line(tmp_path: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     root = copied(tmp_path, "python")

@@ -37,8 +37,9 @@ class Server:
     command: tuple[str, ...]
     suffixes: tuple[str, ...]
     language_ids: tuple[tuple[str, str], ...]  # suffix → LSP language id
-    # typescript-language-server (5.9, seen here) answers across files only for files the client
-    # has opened: every file of its languages is opened before the first question
+    # typescript-language-server (over TypeScript 5.9) and clangd without a compile_commands.json
+    # answer across files only for files the client has opened (seen here): every file of their
+    # languages is opened before the first question
     open_all: bool = False
 
     def speaks(self, language_id: str) -> bool:
@@ -57,7 +58,7 @@ CANDIDATES: tuple[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], bool]
     ("pyright-langserver", ("--stdio",), _PYTHON, False),
     ("basedpyright-langserver", ("--stdio",), _PYTHON, False),
     ("typescript-language-server", ("--stdio",), _TYPESCRIPT, True),
-    ("clangd", ("--log=error",), _C, False),
+    ("clangd", ("--log=error",), _C, True),
 )
 
 
