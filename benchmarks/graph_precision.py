@@ -114,17 +114,22 @@ def fresh(root: Path, cache: Path, name: str) -> Index:
     return index
 
 
+def same_target(a: Target, b: Target) -> bool:
+    """One definition: the same symbol, or overloads of one (same path and qualified name)."""
+    return a == b or (a is not None and b is not None and a[:2] == b[:2])
+
+
 def score(method: dict[Key, tuple[Target, str]], truth: dict[Key, tuple[Target, str]]) -> dict[str, object]:
     answered = {k: t for k, (t, how) in truth.items() if how == graph.Resolution.SCIP}
     in_repo = [k for k, t in answered.items() if t is not None]
     resolved = [k for k in in_repo if method.get(k, (None, ""))[0] is not None]
-    right = [k for k in resolved if method[k][0] == answered[k]]
+    right = [k for k in resolved if same_target(method[k][0], answered[k])]
     pinned = [k for k in method if method[k][0] is not None and k in answered]
-    correct = [k for k in pinned if method[k][0] == answered[k]]
+    correct = [k for k in pinned if same_target(method[k][0], answered[k])]
     by_level: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for k in pinned:
         level = method[k][1]
-        by_level[level][0] += method[k][0] == answered[k]
+        by_level[level][0] += same_target(method[k][0], answered[k])
         by_level[level][1] += 1
     return {
         "call_edges": len(truth), "answered_by_scip": len(answered), "in_repo": len(in_repo),

@@ -141,13 +141,17 @@ class PreciseAnswer:
     target_name: str = ""
 
 
+CONSTRUCTORS = frozenset({"constructor", "__init__", "__new__"})
+
+
 def precise_targets(
     sites: Iterable[EdgeSite], spans: Iterable[SymbolSpan], answers: Iterable[PreciseAnswer], how: str
 ) -> list[tuple[int, int | None, str]]:
     """(edge id, target symbol id or None, `how`) for each edge a precise answer speaks of.
 
     An answer matches an edge by file, line and name. Its target is the innermost symbol of
-    that name whose span holds the definition's line; a definition inside the repository that
+    that name whose span holds the definition's line (the class, for a constructor called by the
+    class's name); a definition inside the repository that
     is no symbol (a parameter, a variable holding a function) and one outside it give no target:
     the edge is then known not to reach any symbol, whatever its name matches. Edges no answer
     speaks of are left as they are."""
@@ -164,7 +168,10 @@ def precise_targets(
             continue
         target: int | None = None
         if answer.target_path is not None:
-            holding = [s for s in symbols.get((answer.target_path, answer.target_name or site.target_name), [])
+            # `new Error(…)` / `Error(…)` answered with the constructor: the edge names the class,
+            # as name resolution has it, and the class's span holds its constructor
+            wanted = site.target_name if answer.target_name in CONSTRUCTORS or not answer.target_name else answer.target_name
+            holding = [s for s in symbols.get((answer.target_path, wanted), [])
                        if s.start_line <= answer.target_line <= s.end_line]
             if holding:
                 target = max(holding, key=lambda s: (s.start_line, -s.end_line)).id
