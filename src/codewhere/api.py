@@ -24,8 +24,6 @@ from codewhere.errors import (
 )
 from codewhere.evaluate import EvalResult, IndexedSpans, QueryFile, run_eval
 from codewhere.indexer import IndexReport, Progress
-from codewhere.precise import passes
-from codewhere.precise.scip import ScipError
 from codewhere.search import engine
 from codewhere.search.params import DEFAULT_PARAMS, RankingParams
 from codewhere.search.query import parse_query
@@ -316,7 +314,12 @@ class Index:
         return report
 
     def _precise(self, store: Store, report: IndexReport, progress: Progress | None) -> None:
-        """The precise passes the settings ask for (graph.scip, graph.precise), after name resolution."""
+        """The precise passes the settings ask for (graph.scip, graph.precise, graph.lsp), after name resolution."""
+        if self.settings.scip_file is None and not self.settings.precise and not self.settings.lsp:
+            return
+        from codewhere.precise import passes  # asyncio, the LSP client and jedi: only when asked for
+        from codewhere.precise.scip import ScipError
+
         scip_file = self.settings.scip_file
         if scip_file is not None:
             scip_file = scip_file if scip_file.is_absolute() else self.root / scip_file

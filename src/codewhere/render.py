@@ -15,7 +15,7 @@ from codewhere.evaluate import EvalResult
 from codewhere.gitinfo import GitState
 from codewhere.graph import PRECISE, Reference
 from codewhere.indexer import IndexReport
-from codewhere.precise.passes import HIDDEN_META
+from codewhere.precise import HIDDEN_META
 from codewhere.store import StoreStats
 from codewhere.types import Hit, SymbolRow
 

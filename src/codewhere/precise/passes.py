@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from codewhere.graph import PreciseAnswer, PreciseReport, Resolution, apply_precise
+from codewhere.precise import JEDI_FILES, LSP_FILES, SCIP_STAMP
 from codewhere.precise.jedi_pass import PYTHON_SUFFIXES, jedi_answers
 from codewhere.precise.lsp import Server, installed_servers, lsp_answers
 from codewhere.precise.scip import read_scip
@@ -24,13 +25,9 @@ from codewhere.store import IndexWriter
 
 log = logging.getLogger(__name__)
 
-SCIP_STAMP = "precise_scip_stamp"
-JEDI_FILES = "precise_jedi_files"
 SCIP_SUMMARY = "graph_scip"  # a line each for `codewhere status`
 JEDI_SUMMARY = "graph_jedi"
-LSP_FILES = "precise_lsp_files"
 LSP_SUMMARY = "graph_lsp"
-HIDDEN_META = frozenset({SCIP_STAMP, JEDI_FILES, LSP_FILES})
 
 
 @dataclass
