@@ -11,7 +11,7 @@ import pytest
 from codewhere.embed.fake import FakeEmbedder
 from codewhere.store import warm
 from codewhere.store.warm import WarmReader
-from codewhere.types import FileKind, Filters
+from codewhere.types import FileKind, Filters, TermQuery
 from tests.conftest import bump_mtime
 
 NEW_FUNCTION = "def shipping_label_printer(order):\n    return f'label for {order}'\n"
@@ -47,6 +47,37 @@ def test_kept_chunks_read_the_same_as_the_store(sample_repo: Path, open_index) -
     kept = reader.chunks()
     assert kept is not None and len(kept.rows) == len(ids)
     assert from_memory == from_store
+
+
+def test_keyword_postings_in_memory_answer_as_the_store(sample_repo: Path, open_index, store_kind: str) -> None:
+    index = open_index(sample_repo, embedder=FakeEmbedder(), warm=True)
+    index.refresh()
+    store, reader = index.store, _reader(index)
+    words = sorted({w.lower() for row in _read_afresh(index).values() for w in row.text.split() if w.isalpha()})
+    queries = [TermQuery(tuple(words[i:i + n]), field_weights=(2.0, 1.0)) for n in (1, 3) for i in range(0, len(words), 7)]
+    queries.append(TermQuery(("cart", "payment", "src"), field_weights=(2.0, 1.0)))  # path and text
+    assert reader._keywords() is None  # the first ask starts the build; the store answers meanwhile
+    if store_kind == "postgres":  # ts_rank is not bm25: PostgreSQL keeps answering
+        assert not reader.keywords_built.wait(0.5) and reader._held_keywords is None
+        return
+    assert reader.keywords_built.wait(20)
+    held = reader._keywords()
+    assert held is not None
+    for query in queries:
+        from_store = store.keyword_search(query, 30, Filters())
+        from_memory = held.search(query.terms, query.field_weights, 30)
+        assert [c for c, _ in from_memory] == [c for c, _ in from_store], query
+        assert [s for _, s in from_memory] == pytest.approx([s for _, s in from_store], rel=1e-9)
+    # an edit: the store answers until the postings of the new state are built, then memory does
+    _edit(sample_repo / "src/shop/cart.py", NEW_FUNCTION)
+    index.refresh()
+    reader.keywords_built.clear()
+    asked = TermQuery(("shipping", "label", "printer"))
+    assert reader.keyword_search(asked, 5, Filters()) == store.keyword_search(asked, 5, Filters())
+    assert reader.keywords_built.wait(20)
+    rebuilt = reader._keywords()
+    assert rebuilt is not None and rebuilt is not held
+    assert [c for c, _ in rebuilt.search(asked.terms, (1.0, 1.0), 5)] == [c for c, _ in store.keyword_search(asked, 5, Filters())]
 
 
 def test_a_one_shot_index_keeps_nothing_and_answers_as_a_warm_one(sample_repo: Path, open_sqlite_index, tmp_path: Path) -> None:

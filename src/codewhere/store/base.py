@@ -289,3 +289,5 @@ class VectorSource(Protocol):
 
 class WarmStore(SearchReader, WarmSource, Protocol):
     """What a warm reader wraps."""
+
+    keywords_bm25: bool  # its keyword scores are FTS5's bm25, which a warm reader can compute from memory

@@ -243,6 +243,7 @@ class PostgresStore:
     """Repository `repo` of the codewhere index in a PostgreSQL database."""
 
     shared = True
+    keywords_bm25 = False  # ts_rank, not bm25: a warm reader leaves keyword search to PostgreSQL
 
     def __init__(self, dsn: str, repo: str, connection: psycopg.Connection) -> None:
         self.dsn = dsn

@@ -278,6 +278,7 @@ class SqliteStore:
     """One folder's index in one SQLite file (the embedded default)."""
 
     shared = False
+    keywords_bm25 = True  # keyword scores are FTS5's bm25: a warm reader may compute them (warm_keywords.py)
 
     def __init__(self, path: Path, connection: apsw.Connection, repo: str = "") -> None:
         self.path = path

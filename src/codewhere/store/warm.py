@@ -1,4 +1,5 @@
-"""A search reader that keeps every chunk's row and call targets in memory, over either store.
+"""A search reader that keeps every chunk's row, its vectors and its keyword postings in memory,
+over either store.
 
 A long-lived process (the MCP server, an eval, a benchmark, a Python program that searches many
 times) asks for one with `Index.open(..., warm=True)`; a one-shot `codewhere search` never pays
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from codewhere.store.base import ChunkAt, VectorSource, WarmStore
+from codewhere.store.warm_keywords import WarmKeywords
+from codewhere.store.warm_keywords import build as build_keywords
 from codewhere.types import ChunkRow, Filters, TermQuery
 
 log = logging.getLogger(__name__)
@@ -116,6 +119,9 @@ class WarmReader:
         self._state: object = None
         self._held_vectors: WarmVectors | None = None
         self._vectors_state: object = None
+        self._held_keywords: tuple[WarmChunks, WarmKeywords] | None = None
+        self._building: WarmChunks | None = None  # the chunks whose postings a thread is building
+        self.keywords_built = threading.Event()  # set after each build (tests wait on it)
         self._lock = threading.Lock()
 
     # ---- served from memory --------------------------------------------------------------
@@ -134,7 +140,10 @@ class WarmReader:
         return self.store.call_target_chunks(chunk_ids)
 
     def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:
-        return self.store.keyword_search(query, limit, filters)
+        keywords = self._keywords() if filters.is_empty() and query.match == "any" else None
+        if keywords is None:
+            return self.store.keyword_search(query, limit, filters)
+        return keywords.search(query.terms, query.field_weights, limit)
 
     def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]:
         vectors = self._vectors() if filters.is_empty() and isinstance(self.store, VectorSource) else None
@@ -179,6 +188,37 @@ class WarmReader:
                         return None
                     self._held_vectors, self._vectors_state = vectors, state
         return self._held_vectors
+
+    # ---- keeping the keyword postings ----------------------------------------------------
+
+    def _keywords(self) -> WarmKeywords | None:
+        """The postings of the chunks as they are now, or None while they are being built (the
+        store answers meanwhile: the same lists). Built in a thread, so a search never waits. None
+        for a store whose keyword scores are not bm25 (PostgreSQL's ts_rank)."""
+        chunks = self.chunks() if self.store.keywords_bm25 else None
+        if chunks is None:
+            return None
+        held = self._held_keywords
+        if held is not None and held[0] is chunks:
+            return held[1]
+        with self._lock:
+            if self._building is not chunks:
+                self._building = chunks
+                threading.Thread(target=self._build_keywords, args=(chunks, held[1] if held else None),
+                                 name="codewhere-keywords", daemon=True).start()
+        return None
+
+    def _build_keywords(self, chunks: WarmChunks, before: WarmKeywords | None) -> None:
+        try:
+            files = {fid: (held, [chunks.rows[c] for c in chunks.chunk_ids.get(fid, [])]) for fid, held in chunks.files.items()}
+            keywords = build_keywords(files, before)
+        except Exception:  # the store still answers: a failure here costs speed, not answers
+            log.exception("could not hold the keyword postings of %s in memory", self.location)
+            return
+        with self._lock:
+            if self._building is chunks:
+                self._held_keywords, self._building = (chunks, keywords), None
+        self.keywords_built.set()
 
     # ---- keeping the chunks --------------------------------------------------------------
 
