@@ -270,6 +270,8 @@ class GraphReader(Protocol):
 class Store(IndexWriter, SearchReader, WarmSource, GraphReader, Protocol):
     """A whole store, as Index opens it: every role, and its lifecycle."""
 
+    keywords_bm25: bool  # its keyword scores are FTS5's bm25 (see WarmStore)
+
     def close(self) -> None: ...
     def rebuilding(self) -> AbstractContextManager[Store]: ...  # an empty store that replaces this one's content on success
     def vector_count(self) -> int: ...
