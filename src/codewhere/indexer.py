@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import queue
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -105,64 +103,11 @@ class _SkipWrite(NamedTuple):
     reason: SkipReason
 
 
-class _Embedding:
-    """A first index's vectors, made in a thread while the file pass reads and parses the next
-    files: the tokenizer (Rust) runs on the other core. Texts go in after their batch committed;
-    vectors come back to the writer thread, which stores them in its next transaction. What is
-    left when the pass ends is stored then; `fill_vectors` finds the rest (a failure here, a text
-    dropped), as it finds a killed run's."""
-
-    def __init__(self, embedder: Embedder, shared: SharedVectors | None) -> None:
-        self.embedder, self.shared = embedder, shared
-        self.todo: queue.Queue[list[tuple[str, str]] | None] = queue.Queue(maxsize=4)  # bounded: parsing waits for a slow model
-        self.done: queue.Queue[tuple[list[str], np.ndarray, int]] = queue.Queue()
-        self.sent: set[str] = set()
-        self.embedded = self.reused = 0
-        self.failed: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="codewhere-embed", daemon=True)
-        self.thread.start()
-
-    def submit(self, chunks: Iterable[Chunk]) -> None:
-        texts = {c.content_hash: c.embed_text for c in chunks if c.embed and c.content_hash not in self.sent}
-        if texts and self.failed is None:
-            self.sent.update(texts)
-            self.todo.put(list(texts.items()))
-
-    def _run(self) -> None:
-        while (item := self.todo.get()) is not None:
-            if self.failed is not None:
-                continue  # keep taking work, so the writer never waits on a full queue
-            try:
-                vectors, embedded = _vectors_for([text for _, text in item], self.embedder, self.shared)
-            except BaseException as exc:  # noqa: BLE001 — stored and reported by the writer thread
-                self.failed = exc
-                continue
-            self.done.put(([h for h, _ in item], vectors, embedded))
-
-    def store_done(self, store: IndexWriter) -> None:
-        """Store the vectors made so far (inside the caller's transaction)."""
-        while not self.done.empty():
-            hashes, vectors, embedded = self.done.get()
-            phases.info("vectors")
-            store.add_vectors(hashes, vectors)
-            self.embedded += embedded
-            self.reused += len(hashes) - embedded
-
-    def finish(self, store: IndexWriter) -> None:
-        self.todo.put(None)
-        self.thread.join()
-        with store.transaction():
-            self.store_done(store)
-        if self.failed is not None:
-            log.warning("embedding beside the file pass failed (%s); the vectors are made after it", self.failed)
-
-
 class _Batch:
     """Collects file writes and commits them together."""
 
-    def __init__(self, store: IndexWriter, embedding: _Embedding | None = None) -> None:
+    def __init__(self, store: IndexWriter) -> None:
         self.store = store
-        self.embedding = embedding
         self.writes: list[_FileWrite | _SkipWrite] = []
         self.stat_updates: list[FileRecord] = []
         self.chunk_count = 0
@@ -214,11 +159,7 @@ class _Batch:
                 self.store.move_edge_targets(moves)
             if self.writes or deletes:
                 self.store.set_meta({VECTORS_COMPLETE: "", EDGES_RESOLVED: ""})
-            if self.embedding is not None:
-                self.embedding.store_done(self.store)
         phases.info("committed")
-        if self.embedding is not None:
-            self.embedding.submit(c for w in self.writes if isinstance(w, _FileWrite) for c in w.chunks)
         self.writes, self.stat_updates, self.chunk_count = [], [], 0
 
 
@@ -259,35 +200,6 @@ def refresh(
     return report
 
 
-def _read_files(
-    root: Path, report: IndexReport, progress: Progress | None, chunker: str, options: ScanOptions,
-    known: dict[str, FileState], paths: Sequence[str] | None, batch: _Batch,
-) -> None:
-    """Scan, then read, chunk and write every file that changed, a batch at a time; then delete
-    the files that are gone."""
-    seen: set[str] = set()
-    records: list[FileRecord] = []  # the scan first, so the file pass has a total to show
-    for item in scan(root, options) if paths is None else scan_paths(root, paths, options):
-        if isinstance(item, Skip):
-            report.skipped[item.reason.value] += 1
-            if item.detail:
-                report.ignored_by[item.detail] += 1
-            continue
-        records.append(item)
-        if progress and len(records) % SCAN_STEP == 0:
-            progress(Step("scan", len(records), None, item.path))
-    for n, item in enumerate(records, start=1):
-        seen.add(item.path)
-        if progress:
-            progress(Step("files", n, len(records), item.path))
-        _visit(root, item, known.get(item.path), batch, report, chunker, options)
-        if batch.full():
-            batch.flush()
-    removed = [path for path in known if path not in seen]
-    report.files_removed = len(removed)
-    batch.flush(removed)
-
-
 def _scan_key(options: ScanOptions) -> str:
     """The content rules a file pass read the files by: another key means every file is read again."""
     return f"minified={options.include_minified}"
@@ -315,19 +227,28 @@ def _file_pass(
         known = {path: FileState(state.size, -1, state.hash, None) for path, state in known.items() if not state.skip_reason}
         with store.transaction():
             store.set_meta({"scan_options": scan_key})
-    # a first index embeds beside the file pass (an update embeds only what it lacks, after it)
-    first = embedder is not None and paths is None and not known and not before.get(VECTORS_COMPLETE)
-    truncating = embedder if isinstance(embedder, TruncatingEmbedder) else None
-    truncated_before = truncating.documents_truncated if truncating else 0
-    embedding = _Embedding(embedder, shared) if first and embedder is not None else None
-    batch = _Batch(store, embedding)
-    try:
-        _read_files(root, report, progress, chunker, options, known, paths, batch)
-    finally:
-        if embedding is not None:
-            embedding.finish(store)
-    if embedding is not None:
-        report.vectors_written, report.vectors_reused = embedding.embedded, embedding.reused
+    seen: set[str] = set()
+    batch = _Batch(store)
+    records: list[FileRecord] = []  # the scan first, so the file pass has a total to show
+    for item in scan(root, options) if paths is None else scan_paths(root, paths, options):
+        if isinstance(item, Skip):
+            report.skipped[item.reason.value] += 1
+            if item.detail:
+                report.ignored_by[item.detail] += 1
+            continue
+        records.append(item)
+        if progress and len(records) % SCAN_STEP == 0:
+            progress(Step("scan", len(records), None, item.path))
+    for n, item in enumerate(records, start=1):
+        seen.add(item.path)
+        if progress:
+            progress(Step("files", n, len(records), item.path))
+        _visit(root, item, known.get(item.path), batch, report, chunker, options)
+        if batch.full():
+            batch.flush()
+    removed = [path for path in known if path not in seen]
+    report.files_removed = len(removed)
+    batch.flush(removed)
     meta = store.meta()
     if report.changed or meta.get("root") != str(root) or meta.get(EDGES_RESOLVED) != "1":
         phases.info("edges")
@@ -344,6 +265,8 @@ def _file_pass(
     # was written since a run that left every chunk with a vector of this model. Here the key is
     # never that model's id (a change emptied it), so it is written after the vectors.
     if embedder is not None and (report.changed or meta.get(VECTORS_COMPLETE) != embedder.info.id):
+        truncating = embedder if isinstance(embedder, TruncatingEmbedder) else None
+        truncated_before = truncating.documents_truncated if truncating else 0
         # every chunk had a vector and none was orphaned as the run began (the key is written
         # after both): only the chunks this run wrote can lack one, only the texts it replaced
         # can be orphaned
@@ -353,9 +276,8 @@ def _file_pass(
             after = batch.first_chunk_id - 1 if batch.first_chunk_id is not None else None
             orphans = batch.old_hashes
         if after is not None:
-            written, reused = fill_vectors(store, embedder, progress, after, orphans, shared)
-            report.vectors_written += written
-            report.vectors_reused += reused
+            report.vectors_written, report.vectors_reused = fill_vectors(
+                store, embedder, progress, after, orphans, shared)
         else:
             with store.transaction():
                 store.delete_orphan_vectors(sorted(orphans or ()))
