@@ -41,11 +41,11 @@ def _stamp(path: Path) -> str:
     return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
 
 
-def merge_scip(root: Path, store: IndexWriter, scip_file: Path, force: bool = False) -> PreciseOutcome:
+def merge_scip(root: Path, store: IndexWriter, scip_file: Path) -> PreciseOutcome:
     """Merge the SCIP file unless this exact file (path, size, mtime) was merged last."""
     outcome = PreciseOutcome()
     stamp = _stamp(scip_file) if scip_file.exists() else ""
-    if not force and stamp and store.meta().get(SCIP_STAMP) == stamp:
+    if stamp and store.meta().get(SCIP_STAMP) == stamp:
         return outcome
     reading = read_scip(scip_file, root, {p for p, s in store.file_states().items() if not s.skip_reason})
     merged = apply_precise(store, reading.answers, Resolution.SCIP)
@@ -61,7 +61,7 @@ def merge_scip(root: Path, store: IndexWriter, scip_file: Path, force: bool = Fa
 
 def run_jedi(root: Path, store: IndexWriter, on_file: Callable[[int, int, str], None] | None = None) -> PreciseOutcome:
     """Ask jedi about the Python files that changed since it last read them."""
-    def ask(todo: list[str]) -> tuple[list[PreciseAnswer], dict[str, PassRun]]:
+    def ask(todo: list[str], indexed: list[str]) -> tuple[list[PreciseAnswer], dict[str, PassRun]]:
         answers, run = jedi_answers(root, store.edge_sites(todo), on_file)
         return answers, {"jedi": run}
 
@@ -79,16 +79,15 @@ def run_lsp(
                                "clangd); the graph keeps name resolution"])
     suffixes = tuple(s for server in servers for s in server.suffixes)
 
-    def ask(todo: list[str]) -> tuple[list[PreciseAnswer], dict[str, PassRun]]:
-        files = [p for p, s in store.file_states().items() if not s.skip_reason]
-        return lsp_answers(root, store.edge_sites(todo), servers, files, on_file)
+    def ask(todo: list[str], indexed: list[str]) -> tuple[list[PreciseAnswer], dict[str, PassRun]]:
+        return lsp_answers(root, store.edge_sites(todo), servers, indexed, on_file)
 
     return _per_file(store, Resolution.LSP, suffixes, LSP_FILES, LSP_SUMMARY, ask)
 
 
 def _per_file(
     store: IndexWriter, how: str, suffixes: tuple[str, ...], meta_key: str, summary_key: str,
-    ask: Callable[[list[str]], tuple[list[PreciseAnswer], dict[str, PassRun]]],
+    ask: Callable[[list[str], list[str]], tuple[list[PreciseAnswer], dict[str, PassRun]]],
 ) -> PreciseOutcome:
     """Ask about the files of `suffixes` that changed since the last pass (or lost answers), merge
     the answers as `how`, and record what was asked."""
@@ -97,13 +96,15 @@ def _per_file(
         seen: dict[str, list[object]] = json.loads(store.meta().get(meta_key) or "{}")
     except json.JSONDecodeError:
         seen = {}
-    states = {p: s for p, s in store.file_states().items() if p.endswith(suffixes) and not s.skip_reason}
+    indexed_states = {p: s for p, s in store.file_states().items() if not s.skip_reason}  # read once: `ask` gets the list too
+    indexed = list(indexed_states)
+    states = {p: s for p, s in indexed_states.items() if p.endswith(suffixes)}
     resolved_now = store.resolution_counts(how)
     todo = sorted(p for p, s in states.items()
                   if p not in seen or seen[p][0] != s.hash or resolved_now.get(p, 0) < int(str(seen[p][1])))
     if not todo:
         return outcome
-    answers, runs = ask(todo)
+    answers, runs = ask(todo, indexed)
     merged = apply_precise(store, answers, how, todo)
     resolved_now = store.resolution_counts(how)
     failed = {name for name, run in runs.items() if run.failed}
