@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from codewhere import indexer
+from codewhere import indexer, reading
 from codewhere.chunk import chunker_version
 from tests.conftest import bump_mtime, write_tree
 
@@ -82,7 +82,7 @@ def test_failure_mid_batch_keeps_last_committed_state(sample_repo: Path, open_in
         path = sample_repo / rel
         path.write_text("def replaced_everything():\n    pass\n")
         bump_mtime(path)
-    real_chunk_source = indexer.chunk_source
+    real_chunk_source = reading.chunk_source
     calls = []
 
     def failing_chunk_source(record, text, symbols, chunker):
@@ -91,14 +91,14 @@ def test_failure_mid_batch_keeps_last_committed_state(sample_repo: Path, open_in
             raise RuntimeError("killed")
         return real_chunk_source(record, text, symbols, chunker)
 
-    monkeypatch.setattr(indexer, "chunk_source", failing_chunk_source)
+    monkeypatch.setattr(reading, "chunk_source", failing_chunk_source)
     with pytest.raises(RuntimeError):
         index.refresh()
     after = index.status()
     assert after.chunks == before.chunks and after.files == before.files
     assert index.search("replaced_everything", mode="keyword") == []
     assert [h.path for h in index.search("charge_credit_card")][0] == "src/shop/payment.py"
-    monkeypatch.setattr(indexer, "chunk_source", real_chunk_source)
+    monkeypatch.setattr(reading, "chunk_source", real_chunk_source)
     assert index.refresh().files_changed == 2
 
 

@@ -195,6 +195,7 @@ class Index:
         scip: str | os.PathLike[str] | None = None,
         precise: bool | None = None,
         lsp: bool | None = None,
+        workers: int | None = None,
     ) -> Self:
         """Open (or create) the index of `path`.
 
@@ -207,12 +208,14 @@ class Index:
         `warm` keeps every chunk's row in memory between searches (store/warm.py): for a process
         that searches many times, not for one search. `scip` names a SCIP index to merge into the
         graph at each refresh where it changed; `precise` asks jedi about Python call sites, `lsp` the
-        installed language servers about the call sites of their languages.
+        installed language servers about the call sites of their languages. `workers` processes read
+        and chunk files during a refresh (default: one per core).
         """
         root = resolve_root(path)
         settings = (settings or Settings.load(root)).with_flags(
             model=model, chunker=chunker, store=store, repo=repo, include_minified=include_minified, gitignore=gitignore,
             scip_file=Path(scip).expanduser().absolute() if scip is not None else None, precise=precise, lsp=lsp,
+            workers=workers,
         )
         settings.scan_options  # noqa: B018 — an unknown gitignore mode is refused before anything is opened
         if settings.chunker not in CHUNKERS:
@@ -295,7 +298,8 @@ class Index:
                   if embedder is not None and self.settings.shared_vectors else None)
         try:
             report = indexer.refresh(
-                self.root, store, progress, embedder, self.settings.chunker, self.settings.scan_options, paths, shared
+                self.root, store, progress, embedder, self.settings.chunker, self.settings.scan_options, paths, shared,
+                self.settings.workers,
             )
         finally:
             if shared is not None:

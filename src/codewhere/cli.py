@@ -54,6 +54,16 @@ class OutputConsole(Console):
 err_console = Console(stderr=True)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return value
+
+
 def _add_index_options(p: argparse.ArgumentParser, repo_filter: bool = False) -> None:
     p.add_argument("--index", metavar="FILE", help="index file to use (default: one per folder in the user cache dir)")
     p.add_argument("--store", choices=STORES,
@@ -100,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lsp", action="store_true", default=None,
                    help="ask the installed language servers (pyright-langserver, typescript-language-server, clangd) "
                         "where each call site's definition is; then only changed files (config: graph.lsp)")
+    p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                   help="processes reading and chunking files (default: one per core; config: index.workers)")
     _add_index_options(p)
 
     p = sub.add_parser("search", help="search a folder (refreshing its index first)")
@@ -229,6 +241,7 @@ def _open(args: argparse.Namespace, rebuild: bool = False, path: str | None = No
         path or args.path or default_root(), args.index, rebuild=rebuild, model=args.model, chunker=args.chunker, store=args.store, repo=repo,
         include_minified=args.include_minified, gitignore=args.gitignore, create=create, warm=warm,
         scip=getattr(args, "scip", None), precise=getattr(args, "precise", None), lsp=getattr(args, "lsp", None),
+        workers=getattr(args, "workers", None),
     )
     return index
 

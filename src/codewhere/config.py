@@ -54,6 +54,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("include_minified", "index", "include_minified", "CODEWHERE_INCLUDE_MINIFIED", bool),
     Option("gitignore", "index", "gitignore", "CODEWHERE_GITIGNORE", str),
     Option("shared_vectors", "index", "shared_vectors", "CODEWHERE_SHARED_VECTORS", bool),
+    Option("workers", "index", "workers", "CODEWHERE_WORKERS", int),
     Option("store", "index", "store", "CODEWHERE_STORE", str),
     Option("dsn", "index", "dsn", "CODEWHERE_DSN", str),
     Option("repo", "index", "repo", "CODEWHERE_REPO", str),
@@ -83,6 +84,7 @@ class Settings:
     include_minified: bool = False  # index *.min.js, source maps and files of very long lines too
     gitignore: str = "auto"  # apply .gitignore: "auto" (inside a git repository), "always", "never"
     shared_vectors: bool = True  # take vectors other indexes on this machine made (cache_dir/vectors/)
+    workers: int | None = None  # processes reading and chunking files; None: one per core
     store: str | None = None  # "sqlite" or "postgres"; None: postgres when a DSN is set, else sqlite
     dsn: str | None = None  # PostgreSQL connection string of a shared (team) index
     repo: str | None = None  # the repository's name in a shared index; default: the folder's name

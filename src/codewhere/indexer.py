@@ -13,15 +13,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from codewhere.chunk import chunk_source, chunker_version
+from codewhere.chunk import chunker_version
 from codewhere.embed import Embedder
 from codewhere.embed.base import TruncatingEmbedder
 from codewhere.graph import carried_over, refresh_resolution
-from codewhere.parse import ParseResult, parse
-from codewhere.scan import IGNORE_FILES, ScanOptions, read_source, scan, scan_paths
+from codewhere.parse import ParseResult
+from codewhere.reading import Job, Outcome, SameContent, Unreadable, read_files
+from codewhere.scan import IGNORE_FILES, ScanOptions, scan, scan_paths
 from codewhere.store import FileState, IndexWriter
 from codewhere.store.shared_vectors import SharedVectors
-from codewhere.tokens import index_tokens, symbol_fts_row
 from codewhere.types import Chunk, FileRecord, Skip, SkipReason
 
 log = logging.getLogger(__name__)
@@ -83,10 +83,6 @@ class IndexReport:
         return bool(self.files_added or self.files_changed or self.files_removed)
 
 
-def _fts_row(chunk: Chunk) -> tuple[str, str]:
-    return index_tokens(chunk.path), index_tokens(chunk.text)
-
-
 class _FileWrite(NamedTuple):
     """A file read and chunked, to be written with its chunks, symbols and edges."""
 
@@ -94,6 +90,8 @@ class _FileWrite(NamedTuple):
     digest: str
     chunks: list[Chunk]
     parsed: ParseResult | None
+    fts_rows: list[tuple[str, str]]
+    symbol_fts_rows: list[tuple[str, str, str]]
 
 
 class _SkipWrite(NamedTuple):
@@ -141,11 +139,10 @@ class _Batch:
                 if isinstance(write, _SkipWrite):
                     self.store.record_skipped_file(write.record, write.reason)
                     continue
-                record, digest, chunks, parsed = write
-                symbols = parsed.symbols if parsed else ()
+                record, digest, chunks, parsed, fts_rows, symbol_fts_rows = write
                 ids = self.store.replace_file(
-                    record, digest, chunks, [_fts_row(c) for c in chunks], symbols,
-                    [symbol_fts_row(s.name, s.qualified_name) for s in symbols], parsed.edges if parsed else (),
+                    record, digest, chunks, fts_rows, parsed.symbols if parsed else (), symbol_fts_rows,
+                    parsed.edges if parsed else (),
                 )
                 if ids:
                     self.first_chunk_id = min(ids[0], self.first_chunk_id or ids[0])
@@ -172,6 +169,7 @@ def refresh(
     options: ScanOptions = ScanOptions(),
     paths: Sequence[str] | None = None,
     shared: SharedVectors | None = None,
+    workers: int | None = None,
 ) -> IndexReport:
     """Bring the index of `root` up to date, vectors too when an embedder is given.
 
@@ -179,6 +177,7 @@ def refresh(
     change: no walk of the rest of the tree, and the whole change (files, vectors, edges)
     commits as one transaction, so readers see the index before it or after it, never half.
     A changed ignore file, or a chunker or scan option change, makes it a whole refresh.
+    `workers` processes read and chunk the files (default: one per core; see reading.py).
 
     The caller holds the writer lock and has checked that `embedder` is the index's model.
     """
@@ -193,9 +192,9 @@ def refresh(
         paths = None
     if paths is not None:
         with store.transaction():
-            _file_pass(root, store, report, progress, chunker, options, before, embedder, paths, shared)
+            _file_pass(root, store, report, progress, chunker, options, before, embedder, paths, shared, workers)
     else:
-        _file_pass(root, store, report, progress, chunker, options, before, embedder, None, shared)
+        _file_pass(root, store, report, progress, chunker, options, before, embedder, None, shared, workers)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -213,7 +212,7 @@ def _changes_rules(path: str) -> bool:
 def _file_pass(
     root: Path, store: IndexWriter, report: IndexReport, progress: Progress | None, chunker: str,
     options: ScanOptions, before: dict[str, str], embedder: Embedder | None, paths: Sequence[str] | None,
-    shared: SharedVectors | None,
+    shared: SharedVectors | None, workers: int | None,
 ) -> None:
     version = chunker_version(chunker)
     if before.get("chunker_version") != version:
@@ -239,11 +238,26 @@ def _file_pass(
         records.append(item)
         if progress and len(records) % SCAN_STEP == 0:
             progress(Step("scan", len(records), None, item.path))
-    for n, item in enumerate(records, start=1):
+    jobs: list[Job] = []
+    for item in records:
         seen.add(item.path)
+        state = known.get(item.path)
+        if state and state.size == item.size and state.mtime_ns == item.mtime_ns:
+            if state.skip_reason:
+                report.skipped[state.skip_reason] += 1
+            else:
+                report.files_kept += 1
+                report.files_unchanged += 1
+            continue
+        jobs.append(Job(item, state.hash if state else None))
+    unchanged = len(records) - len(jobs)
+    if progress and jobs:
+        progress(Step("files", unchanged, len(records)))
+    outcomes = read_files(root, jobs, chunker, options.include_minified, workers)
+    for n, (job, outcome) in enumerate(outcomes, start=1):
         if progress:
-            progress(Step("files", n, len(records), item.path))
-        _visit(root, item, known.get(item.path), batch, report, chunker, options)
+            progress(Step("files", unchanged + n, len(records), job.record.path))
+        _apply(job, outcome, batch, report)
         if batch.full():
             batch.flush()
     removed = [path for path in known if path not in seen]
@@ -346,38 +360,26 @@ def text_key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
-def _visit(
-    root: Path, record: FileRecord, known: FileState | None, batch: _Batch, report: IndexReport, chunker: str,
-    options: ScanOptions,
-) -> None:
-    if known and known.size == record.size and known.mtime_ns == record.mtime_ns:
-        if known.skip_reason:
-            report.skipped[known.skip_reason] += 1
-        else:
-            report.files_kept += 1
-            report.files_unchanged += 1
+def _apply(job: Job, outcome: Outcome, batch: _Batch, report: IndexReport) -> None:
+    """Count what reading a file found and queue its write."""
+    record = job.record
+    if isinstance(outcome, Unreadable):
+        report.skipped[outcome.reason.value] += 1
+        batch.writes.append(_SkipWrite(record, outcome.reason))
         return
-    source = read_source(root / record.path, options.include_minified)
-    if isinstance(source, SkipReason):
-        report.skipped[source.value] += 1
-        batch.writes.append(_SkipWrite(record, source))
-        return
-    data, text = source
     if report.bytes_read == 0 or (report.files_added + report.files_changed) % PHASE_FILES == 0:
         phases.info("chunk")
-    report.bytes_read += len(data)
+    report.bytes_read += outcome.size
     report.files_kept += 1
-    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-    if known and known.hash == digest:
+    if isinstance(outcome, SameContent):
         report.files_unchanged += 1
         batch.stat_updates.append(record)
         return
-    parsed = parse(record.language, text)
-    chunks = chunk_source(record, text, parsed.symbols if parsed else None, chunker)
-    if known and known.hash is not None:
+    if job.known_hash is not None:
         report.files_changed += 1
     else:
         report.files_added += 1
-    report.chunks_written += len(chunks)
-    batch.writes.append(_FileWrite(record, digest, chunks, parsed))
-    batch.chunk_count += len(chunks)
+    report.chunks_written += len(outcome.chunks)
+    batch.writes.append(_FileWrite(record, outcome.digest, outcome.chunks, outcome.parsed, outcome.fts_rows,
+                                   outcome.symbol_fts_rows))
+    batch.chunk_count += len(outcome.chunks)

@@ -1,0 +1,257 @@
+"""The Linux kernel on a laptop: a cold index (time per phase, peak memory of the indexer and its
+workers, size on disk by table), then what a user does with it: one-shot CLI searches, warm
+hybrid searches, a one-file change made searchable, callers and impact.
+
+The tree is Debian's `linux-source-6.1`, fetched with `apt-get download` and unpacked (or pass
+an unpacked tree with `--tree`). It is not a git repository, so its `.gitignore` files do not
+apply (ripgrep's rule); the tarball holds sources only.
+
+    python benchmarks/kernel_bench.py --work /tmp/kernel [--tree DIR] [--workers 2] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+PACKAGE = "linux-source-6.1"
+QUESTIONS = [
+    "copy data from user space",
+    "ext4_file_write_iter",
+    "allocate pages for the page cache",
+    "schedule the next task on this cpu",
+    "checksum of a tcp packet",
+    "kmalloc",
+    "parse the kernel command line",
+    "free an inode when its last reference is dropped",
+    "spin_lock_irqsave",
+    "register a character device",
+    "handle a page fault",
+    "timer interrupt tick",
+]
+GRAPH_SYMBOLS = ["kmalloc", "schedule", "copy_from_user", "ext4_file_write_iter", "vfs_read", "mutex_lock"]
+
+
+def fetch_tree(work: Path) -> Path:
+    """Debian's kernel source package, unpacked under `work` (kept between runs)."""
+    tree = work / PACKAGE
+    if tree.is_dir():
+        return tree
+    work.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["apt-get", "download", PACKAGE], cwd=work, check=True)
+    deb = next(work.glob(f"{PACKAGE}_*.deb"))
+    unpacked = work / "deb"
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(unpacked)], check=True)
+    tarball = next((unpacked / "usr/src").glob(f"{PACKAGE}.tar.*"))
+    with tarfile.open(tarball) as archive:
+        archive.extractall(work, filter="tar")
+    shutil.rmtree(unpacked)
+    return tree
+
+
+def source_bytes(tree: Path) -> int:
+    total = 0
+    for folder, _, files in os.walk(tree):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+class TreeMemory:
+    """Peak resident memory of a process and its children together, sampled."""
+
+    def __init__(self, pid: int) -> None:
+        self.process = psutil.Process(pid)
+        self.peak = 0
+        self.peak_parent = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                parent = self.process.memory_info().rss
+                children = sum(c.memory_info().rss for c in self.process.children(recursive=True))
+            except psutil.Error:
+                parent, children = 0, 0
+            self.peak_parent = max(self.peak_parent, parent)
+            self.peak = max(self.peak, parent + children)
+            self._stop.wait(0.25)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def cold_index(tree: Path, db: Path, workers: int | None, env: dict[str, str]) -> dict[str, object]:
+    for leftover in db.parent.glob(db.name + "*"):
+        leftover.unlink()
+    command = [sys.executable, "-m", "codewhere", "-v", "index", str(tree), "--index", str(db), "--json"]
+    if workers:
+        command += ["--workers", str(workers)]
+    started = time.monotonic()
+    phases: dict[str, float] = {}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    memory = TreeMemory(process.pid)
+
+    def read_phases() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            prefix, _, word = line.strip().partition(": ")  # the phase lines of `-v`: "codewhere: edges"
+            if prefix == "codewhere" and word in ("scan", "chunk", "edges", "vectors") and word not in phases:
+                phases[word] = time.monotonic() - started
+
+    reader = threading.Thread(target=read_phases, daemon=True)
+    reader.start()
+    out, _ = process.communicate()
+    reader.join()
+    memory.stop()
+    seconds = time.monotonic() - started
+    if process.returncode != 0:
+        raise SystemExit(f"codewhere index failed ({process.returncode})")
+    report = json.loads(out)
+    files_end = phases.get("edges", seconds)
+    edges_end = phases.get("vectors", seconds)
+    return {
+        "seconds": round(seconds, 1),
+        "phases": {
+            "scan": round(phases.get("chunk", 0.0), 1),
+            "files": round(files_end - phases.get("chunk", 0.0), 1),
+            "edges": round(edges_end - files_end, 1),
+            "vectors": round(seconds - edges_end, 1),
+        },
+        "peak_rss_mb": round(memory.peak / 2**20),
+        "peak_rss_indexer_mb": round(memory.peak_parent / 2**20),
+        "files": report["files_kept"],
+        "bytes_read": report["bytes_read"],
+        "chunks": report["chunks"],
+        "skipped": report["skipped"],
+    }
+
+
+def table_sizes(db: Path) -> dict[str, float]:
+    import apsw
+
+    connection = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    rows = connection.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC").fetchall()
+    connection.close()
+    return {name: round(size / 2**20, 1) for name, size in rows}
+
+
+def one_shot(tree: Path, db: Path, env: dict[str, str], runs: int) -> list[float]:
+    times = []
+    for i in range(runs):
+        question = QUESTIONS[i % len(QUESTIONS)]
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "codewhere", "search", question, str(tree), "--index", str(db), "-k", "5"],
+                       check=True, capture_output=True, env=env)
+        times.append(time.monotonic() - started)
+    return times
+
+
+def warm(tree: Path, db: Path, rounds: int) -> dict[str, object]:
+    from codewhere.api import Index
+
+    index = Index.open(tree, db, warm=True, create=False)
+    started = time.monotonic()
+    index.search(QUESTIONS[0], k=10)
+    first = time.monotonic() - started
+    index.reader.keywords_built.wait(900)  # type: ignore[union-attr]  # the postings, built in a thread
+    times = []
+    answers = {}
+    for _ in range(rounds):
+        for question in QUESTIONS:
+            started = time.perf_counter()
+            hits = index.search(question, k=10)
+            times.append(time.perf_counter() - started)
+            answers[question] = [f"{h.path}:{h.start_line}-{h.end_line}" for h in hits[:3]]
+    graph: dict[str, list[float]] = {"callers": [], "impact": []}
+    for _ in range(rounds):
+        for name in GRAPH_SYMBOLS:
+            started = time.perf_counter()
+            index.callers(name)
+            graph["callers"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            index.impact(name, depth=3)
+            graph["impact"].append(time.perf_counter() - started)
+    index.close()
+    return {
+        "first_search_s": round(first, 2),
+        "hybrid_p50_ms": round(statistics.median(times) * 1000, 2),
+        "callers_p50_ms": round(statistics.median(graph["callers"]) * 1000, 3),
+        "impact_p50_ms": round(statistics.median(graph["impact"]) * 1000, 3),
+        "answers": answers,
+    }
+
+
+def change_searchable(tree: Path, db: Path, env: dict[str, str]) -> float:
+    """Edit one file, then time `codewhere index` on that file until a search finds the new word."""
+    target = tree / "kernel" / "sys.c"
+    if not target.is_file():  # a smaller tree, for a trial run
+        target = next(tree.rglob("*.c"))
+    original = target.read_bytes()
+    word = "zqxjkelvinbenchmarkword"
+    try:
+        target.write_bytes(original + f"\n/* {word} */\n".encode())
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "codewhere", "index", str(tree), "--index", str(db), "-q"],
+                       check=True, capture_output=True, env=env)
+        seconds = time.monotonic() - started
+        found = subprocess.run([sys.executable, "-m", "codewhere", "search", word, str(tree), "--index", str(db),
+                                "--mode", "keyword", "-k", "1"], check=True, capture_output=True, text=True, env=env)
+        if target.relative_to(tree).as_posix() not in found.stdout:
+            raise SystemExit(f"the edited file was not found after its refresh: {found.stdout!r}")
+        return seconds
+    finally:
+        target.write_bytes(original)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "codewhere-kernel")
+    parser.add_argument("--tree", type=Path, default=None, help="an unpacked kernel tree (default: fetch it)")
+    parser.add_argument("--workers", type=int, default=None, help="index --workers (default: one per core)")
+    parser.add_argument("--index", type=Path, default=None, help="index file (default: WORK/kernel.db)")
+    parser.add_argument("--reuse", action="store_true", help="skip the cold index: measure the existing index file")
+    parser.add_argument("--runs", type=int, default=5, help="one-shot CLI searches")
+    parser.add_argument("--rounds", type=int, default=5, help="warm rounds over the questions")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    tree = args.tree or fetch_tree(args.work)
+    db = args.index or args.work / "kernel.db"
+    env = {**os.environ, "CODEWHERE_SHARED_VECTORS": "0"}  # every vector made by the run measured
+    result: dict[str, object] = {"tree": str(tree), "source_bytes": source_bytes(tree), "workers": args.workers}
+    if not args.reuse:
+        result["cold"] = cold_index(tree, db, args.workers, env)
+        print(json.dumps(result["cold"]), flush=True)
+    size = sum(p.stat().st_size for p in db.parent.glob(db.name + "*") if not p.name.endswith(".lock"))
+    result["index_mb"] = round(size / 2**20, 1)
+    result["index_to_source"] = round(size / int(result["source_bytes"]), 2)  # type: ignore[call-overload]
+    result["tables_mb"] = table_sizes(db)
+    result["one_shot_s"] = [round(t, 2) for t in one_shot(tree, db, env, args.runs)]
+    result["one_file_change_s"] = round(change_searchable(tree, db, env), 2)
+    result["warm"] = warm(tree, db, args.rounds)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""Read, hash, parse, chunk and tokenize files: in this process, or in worker processes on the
+machine's other cores while this one writes the index.
+
+What a file becomes depends on its bytes alone, so the work is a pure function of (root, path,
+the hash the index has for it, the chunker, the content rules) and can run anywhere. Results come
+back in the order the files went in: chunk ids, and so every tie in a ranking, are the same with
+one worker or many.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import NamedTuple
+
+from codewhere.chunk import chunk_source
+from codewhere.parse import ParseResult, parse
+from codewhere.scan import read_source
+from codewhere.tokens import index_tokens, symbol_fts_row
+from codewhere.types import Chunk, FileRecord, SkipReason
+
+log = logging.getLogger(__name__)
+
+# Below this many files to read, worker processes cost more to start (about 0.5 s each: Python,
+# tree-sitter and the grammars) than they save.
+POOL_MIN_FILES = 300
+FILES_PER_TASK = 16  # files sent to a worker at once: fewer round trips, still an even spread
+TASKS_IN_FLIGHT = 4  # per worker: enough queued to keep it busy, few enough to bound memory
+
+
+class Unreadable(NamedTuple):
+    """The file cannot be indexed (binary, unreadable, minified): the reason, recorded."""
+
+    reason: SkipReason
+
+
+class SameContent(NamedTuple):
+    """The file's bytes hash to what the index has: only its size and mtime are new."""
+
+    size: int
+
+
+class Chunked(NamedTuple):
+    """The file read and cut into chunks, with what the keyword indexes hold for them."""
+
+    size: int
+    digest: str
+    chunks: list[Chunk]
+    parsed: ParseResult | None
+    fts_rows: list[tuple[str, str]]  # each chunk's (path tokens, body tokens)
+    symbol_fts_rows: list[tuple[str, str, str]]  # each symbol's (name, split name, qualified name tokens)
+
+
+Outcome = Unreadable | SameContent | Chunked
+
+
+class Job(NamedTuple):
+    record: FileRecord
+    known_hash: str | None  # the content hash the index has for the path, if any
+
+
+def read_file(root: Path, job: Job, chunker: str, include_minified: bool) -> Outcome:
+    source = read_source(root / job.record.path, include_minified)
+    if isinstance(source, SkipReason):
+        return Unreadable(source)
+    data, text = source
+    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    if job.known_hash == digest:
+        return SameContent(len(data))
+    parsed = parse(job.record.language, text)
+    chunks = chunk_source(job.record, text, parsed.symbols if parsed else None, chunker)
+    fts_rows = [(index_tokens(c.path), index_tokens(c.text)) for c in chunks]
+    symbol_rows = [symbol_fts_row(s.name, s.qualified_name) for s in parsed.symbols] if parsed else []
+    return Chunked(len(data), digest, chunks, parsed, fts_rows, symbol_rows)
+
+
+def _read_task(root: Path, jobs: list[Job], chunker: str, include_minified: bool) -> list[Outcome]:
+    return [read_file(root, job, chunker, include_minified) for job in jobs]
+
+
+def default_workers() -> int:
+    """The cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def read_files(
+    root: Path, jobs: Sequence[Job], chunker: str, include_minified: bool, workers: int | None = None,
+) -> Iterator[tuple[Job, Outcome]]:
+    """Each job with its outcome, in the order given. With more than one worker and enough
+    files, worker processes do the reading while the caller consumes; a pool that breaks (a
+    worker killed, out of memory) is said once and the rest is read in this process."""
+    workers = default_workers() if workers is None else max(1, workers)
+    if workers == 1 or len(jobs) < POOL_MIN_FILES:
+        for job in jobs:
+            yield job, read_file(root, job, chunker, include_minified)
+        return
+    tasks = [list(jobs[i:i + FILES_PER_TASK]) for i in range(0, len(jobs), FILES_PER_TASK)]
+    done = 0  # tasks whose outcomes were handed out
+    pool = ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start, initargs=(os.getpid(),),
+    )
+    try:
+        pending: deque[Future[list[Outcome]]] = deque()
+        queued = iter(tasks)
+        for task in _take(queued, workers * TASKS_IN_FLIGHT):
+            pending.append(pool.submit(_read_task, root, task, chunker, include_minified))
+        while pending:
+            outcomes = pending.popleft().result()
+            for task in _take(queued, 1):
+                pending.append(pool.submit(_read_task, root, task, chunker, include_minified))
+            yield from zip(tasks[done], outcomes, strict=True)
+            done += 1
+        pool.shutdown(wait=True)
+    except BrokenProcessPool as exc:
+        log.warning("the file readers stopped (%s); reading the remaining files in this process", exc)
+        for task in tasks[done:]:
+            for job in task:
+                yield job, read_file(root, job, chunker, include_minified)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _take(items: Iterator[list[Job]], n: int) -> Iterable[list[Job]]:
+    for _ in range(n):
+        item = next(items, None)
+        if item is None:
+            return
+        yield item
+
+
+def _worker_start(parent: int) -> None:
+    """Ctrl-C is the parent's to handle; a worker whose parent died (killed indexer) exits
+    instead of waiting on its queue forever."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="codewhere-parent-watch", daemon=True).start()

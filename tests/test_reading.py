@@ -1,0 +1,148 @@
+"""Files read and chunked in worker processes: the same index as one process makes, in the same
+order; a broken pool or a killed parent loses nothing and leaves nothing running."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import apsw
+import psutil
+import pytest
+
+from codewhere import reading
+from codewhere.api import Index
+from codewhere.config import Settings
+from codewhere.reading import Chunked, Job, read_files
+from codewhere.scan import ScanOptions, scan
+from codewhere.types import FileRecord
+from tests.conftest import run_cli, write_tree
+
+
+def many_files(root: Path, n: int = 60) -> Path:
+    files: dict[str, str | bytes] = {}
+    for i in range(n):
+        files[f"pkg/mod{i:03}.py"] = textwrap.dedent(f"""\
+            import os
+
+
+            def handler_{i}(request):
+                \"\"\"Answer request number {i}.\"\"\"
+                return helper_{(i + 1) % n}(request) + {i}
+
+
+            def helper_{i}(value):
+                return os.path.join(str(value), "part{i}")
+
+
+            class Thing{i}:
+                def method(self):
+                    return handler_{i}(self)
+            """)
+    files["pkg/data.txt"] = b"\0\1\2" * 100
+    files["pkg/notes.md"] = "# Notes\n\nThe handlers answer requests.\n"
+    return write_tree(root, files)
+
+
+def jobs_of(root: Path) -> list[Job]:
+    return [Job(item, None) for item in scan(root, ScanOptions()) if isinstance(item, FileRecord)]
+
+
+def test_workers_give_the_outcomes_of_one_process_in_the_same_order(tmp_path: Path, monkeypatch) -> None:
+    root = many_files(tmp_path / "repo")
+    jobs = jobs_of(root)
+    alone = list(read_files(root, jobs, "symbols", False, workers=1))
+    monkeypatch.setattr(reading, "POOL_MIN_FILES", 1)
+    monkeypatch.setattr(reading, "FILES_PER_TASK", 3)
+    pooled = list(read_files(root, jobs, "symbols", False, workers=2))
+    assert [job.record.path for job, _ in pooled] == [job.record.path for job in jobs]
+    assert pooled == alone
+    assert sum(isinstance(outcome, Chunked) for _, outcome in pooled) == 61  # 60 modules and the notes; data.txt is binary
+
+
+def test_an_index_built_by_two_workers_equals_one_built_by_one(tmp_path: Path, monkeypatch) -> None:
+    root = many_files(tmp_path / "repo")
+    monkeypatch.setattr(reading, "POOL_MIN_FILES", 1)
+    tables = {}
+    for workers in (1, 2):
+        db = tmp_path / f"w{workers}.db"
+        with Index.open(root, db, settings=Settings.from_env(), workers=workers) as index:
+            report = index.refresh(vectors=False)
+            assert report.files_added == 61 and report.skipped["binary"] == 1
+            assert [h.path for h in index.search("helper_7", mode="keyword", k=1)] == ["pkg/mod007.py"]
+        connection = apsw.Connection(str(db))
+        tables[workers] = {
+            table: connection.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
+            for table in ("files", "chunks", "symbols", "edges", "definitions")
+        }
+        connection.close()
+    assert tables[1] == tables[2]
+
+
+def test_a_worker_killed_mid_run_costs_a_warning_and_no_file(tmp_path: Path, monkeypatch, caplog) -> None:
+    root = many_files(tmp_path / "repo", n=120)
+    jobs = jobs_of(root)
+    monkeypatch.setattr(reading, "POOL_MIN_FILES", 1)
+    monkeypatch.setattr(reading, "FILES_PER_TASK", 2)
+    monkeypatch.setattr(reading, "TASKS_IN_FLIGHT", 1)
+    outcomes = read_files(root, jobs, "symbols", False, workers=2)
+    got = [next(outcomes)]
+    for child in _pool_workers():
+        child.send_signal(signal.SIGKILL)
+    got += list(outcomes)
+    assert [job.record.path for job, _ in got] == [job.record.path for job in jobs]
+    assert got == list(read_files(root, jobs, "symbols", False, workers=1))
+    assert "reading the remaining files in this process" in caplog.text
+
+
+def test_workers_of_a_killed_indexer_exit(tmp_path: Path) -> None:
+    root = many_files(tmp_path / "repo", n=400)
+    script = textwrap.dedent(f"""\
+        import sys, time, psutil
+        from pathlib import Path
+        from codewhere import reading
+        from codewhere.reading import Job, read_files
+        from codewhere.scan import ScanOptions, scan
+        from codewhere.types import FileRecord
+        root = Path({str(root)!r})
+        jobs = [Job(i, None) for i in scan(root, ScanOptions()) if isinstance(i, FileRecord)]
+        reading.POOL_MIN_FILES = 1
+        outcomes = read_files(root, jobs, "symbols", False, workers=2)
+        next(outcomes)
+        print(" ".join(str(c.pid) for c in psutil.Process().children(recursive=True)), flush=True)
+        time.sleep(600)
+        """)
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    workers = [int(pid) for pid in parent.stdout.readline().split()]
+    assert len(workers) >= 2
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
+        time.sleep(0.2)
+    assert not [pid for pid in workers if _alive(pid)]
+
+
+def _pool_workers() -> list[psutil.Process]:
+    """This process's spawned workers (not multiprocessing's resource tracker)."""
+    return [c for c in psutil.Process().children() if any("spawn_main" in part for part in c.cmdline())]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_workers_must_be_a_positive_number(tmp_path: Path, value: str) -> None:
+    result = run_cli("index", str(many_files(tmp_path / "repo", n=2)), "--workers", value)
+    assert result.code == 2
+    assert "is not a whole number of at least 1" in result.err and "Traceback" not in result.err
