@@ -14,6 +14,7 @@ from pathlib import Path
 import apsw
 import psutil
 import pytest
+import sqlite_vec
 
 from codewhere import reading
 from codewhere.api import Index
@@ -66,22 +67,38 @@ def test_workers_give_the_outcomes_of_one_process_in_the_same_order(tmp_path: Pa
 
 
 def test_an_index_built_by_two_workers_equals_one_built_by_one(tmp_path: Path, monkeypatch) -> None:
+    """Chunks, symbols, edges and every vector to the bit; the workers embed with the static
+    model and keep no embedding text, since nothing reads it again."""
     root = many_files(tmp_path / "repo")
     monkeypatch.setattr(reading, "POOL_MIN_FILES", 1)
-    tables = {}
+    monkeypatch.setenv("CODEWHERE_SHARED_VECTORS", "0")
+    tables, vectors, related = {}, {}, {}
     for workers in (1, 2):
         db = tmp_path / f"w{workers}.db"
         with Index.open(root, db, settings=Settings.from_env(), workers=workers) as index:
-            report = index.refresh(vectors=False)
+            report = index.refresh()
             assert report.files_added == 61 and report.skipped["binary"] == 1
+            assert report.vectors_written == index.store.vector_count() > 100
             assert [h.path for h in index.search("helper_7", mode="keyword", k=1)] == ["pkg/mod007.py"]
+            related[workers] = [(h.path, h.start_line) for h in index.related("pkg/mod003.py", 5)]
         connection = apsw.Connection(str(db))
         tables[workers] = {
             table: connection.execute(f"SELECT * FROM {table} ORDER BY 1").fetchall()
-            for table in ("files", "chunks", "symbols", "edges", "definitions")
+            for table in ("files", "symbols", "edges", "definitions")
         }
+        tables[workers]["chunks"] = connection.execute(
+            "SELECT id, file_id, start_line, end_line, content_hash, text, embed_text IS NULL, unit_name FROM chunks ORDER BY id"
+        ).fetchall()
+        embed_texts = {row[0] for row in connection.execute("SELECT embed_text FROM chunks WHERE embed_text IS NOT NULL")}
+        assert (embed_texts == {""}) == (workers == 2)
+        connection.enable_load_extension(True)
+        sqlite_vec.load(connection)
+        vectors[workers] = dict(connection.execute(
+            "SELECT e.content_hash, v.embedding FROM embeddings e JOIN vec_chunks v ON v.rowid = e.id").fetchall())
         connection.close()
     assert tables[1] == tables[2]
+    assert vectors[1] == vectors[2]
+    assert related[1] == related[2] and related[1]
 
 
 def test_a_worker_killed_mid_run_costs_a_warning_and_no_file(tmp_path: Path, monkeypatch, caplog) -> None:

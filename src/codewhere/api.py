@@ -477,8 +477,7 @@ class Index:
         source = self.store.chunk_at(rel, line)
         if source is None:
             raise QueryError(f"no indexed chunk at {path}:{line}", "give a file and line inside the indexed folder")
-        embedder = self.embedder()
-        vector = embedder.embed_documents([source.embed_text])[0]
+        vector = source.vector if source.vector is not None else self.embedder().embed_documents([source.embed_text])[0]
         found = [(cid, sim) for cid, sim in self.store.vector_search(vector, k + 1, Filters(repos=(self.store.repo,))) if cid != source.id][:k]
         return engine.to_hits(self.reader, [Ranked(cid, sim, {"semantic": i}) for i, (cid, sim) in enumerate(found, 1)], (), k)
 

@@ -92,6 +92,7 @@ class _FileWrite(NamedTuple):
     parsed: ParseResult | None
     fts_rows: list[tuple[str, str]]
     symbol_fts_rows: list[tuple[str, str, str]]
+    vectors: np.ndarray | None  # made by the workers: one per chunk to embed, in order
 
 
 class _SkipWrite(NamedTuple):
@@ -139,11 +140,13 @@ class _Batch:
                 if isinstance(write, _SkipWrite):
                     self.store.record_skipped_file(write.record, write.reason)
                     continue
-                record, digest, chunks, parsed, fts_rows, symbol_fts_rows = write
+                record, digest, chunks, parsed, fts_rows, symbol_fts_rows, vectors = write
                 ids = self.store.replace_file(
                     record, digest, chunks, fts_rows, parsed.symbols if parsed else (), symbol_fts_rows,
                     parsed.edges if parsed else (),
                 )
+                if vectors is not None and len(vectors):  # a text another file has keeps its one vector
+                    self.store.add_vectors([c.content_hash for c in chunks if c.embed], vectors)
                 if ids:
                     self.first_chunk_id = min(ids[0], self.first_chunk_id or ids[0])
             for record in self.stat_updates:
@@ -253,7 +256,7 @@ def _file_pass(
     unchanged = len(records) - len(jobs)
     if progress and jobs:
         progress(Step("files", unchanged, len(records)))
-    outcomes = read_files(root, jobs, chunker, options.include_minified, workers)
+    outcomes = read_files(root, jobs, chunker, options.include_minified, workers, embedder)
     for n, (job, outcome) in enumerate(outcomes, start=1):
         if progress:
             progress(Step("files", unchanged + n, len(records), job.record.path))
@@ -290,8 +293,8 @@ def _file_pass(
             after = batch.first_chunk_id - 1 if batch.first_chunk_id is not None else None
             orphans = batch.old_hashes
         if after is not None:
-            report.vectors_written, report.vectors_reused = fill_vectors(
-                store, embedder, progress, after, orphans, shared)
+            written, report.vectors_reused = fill_vectors(store, embedder, progress, after, orphans, shared)
+            report.vectors_written += written
         else:
             with store.transaction():
                 store.delete_orphan_vectors(sorted(orphans or ()))
@@ -321,11 +324,13 @@ def fill_vectors(
     total = store.count_chunks_without_vectors(after_id) if progress else None
     while page := store.chunks_without_vectors(VECTOR_BATCH, last_id):
         last_id = page[-1][0]
-        distinct = list({h: text for _, h, text in page}.items())  # identical chunks share one vector
-        vectors, embedded = _vectors_for([text for _, text in distinct], embedder, shared)
+        distinct: dict[str, str] = {}
+        for _, content_hash, text in page:  # identical chunks share one vector: that of the first (reading.py too)
+            distinct.setdefault(content_hash, text)
+        vectors, embedded = _vectors_for(list(distinct.values()), embedder, shared)
         phases.info("vectors")
         with store.transaction():
-            store.add_vectors([h for h, _ in distinct], vectors)
+            store.add_vectors(list(distinct), vectors)
         done += embedded
         reused += len(distinct) - embedded
         chunks += len(page)
@@ -380,6 +385,8 @@ def _apply(job: Job, outcome: Outcome, batch: _Batch, report: IndexReport) -> No
     else:
         report.files_added += 1
     report.chunks_written += len(outcome.chunks)
+    if outcome.vectors is not None:
+        report.vectors_written += len(outcome.vectors)
     batch.writes.append(_FileWrite(record, outcome.digest, outcome.chunks, outcome.parsed, outcome.fts_rows,
-                                   outcome.symbol_fts_rows))
+                                   outcome.symbol_fts_rows, outcome.vectors))
     batch.chunk_count += len(outcome.chunks)

@@ -13,17 +13,24 @@ import hashlib
 import logging
 import multiprocessing
 import os
+import pickle
 import signal
+import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
+
 from codewhere.chunk import chunk_source
+from codewhere.embed import Embedder
+from codewhere.embed.static import StaticEmbedder
 from codewhere.parse import ParseResult, parse
 from codewhere.scan import read_source
 from codewhere.tokens import index_tokens, symbol_fts_row
@@ -59,6 +66,9 @@ class Chunked(NamedTuple):
     parsed: ParseResult | None
     fts_rows: list[tuple[str, str]]  # each chunk's (path tokens, body tokens)
     symbol_fts_rows: list[tuple[str, str, str]]  # each symbol's (name, split name, qualified name tokens)
+    # when the workers embed: the vector of each chunk to embed (`chunk.embed`), in order; their
+    # embedding texts are then left empty, since nothing needs them again (a new model is a rebuild)
+    vectors: np.ndarray | None = None
 
 
 Outcome = Unreadable | SameContent | Chunked
@@ -69,7 +79,7 @@ class Job(NamedTuple):
     known_hash: str | None  # the content hash the index has for the path, if any
 
 
-def read_file(root: Path, job: Job, chunker: str, include_minified: bool) -> Outcome:
+def read_file(root: Path, job: Job, chunker: str, include_minified: bool, embedder: StaticEmbedder | None = None) -> Outcome:
     source = read_source(root / job.record.path, include_minified)
     if isinstance(source, SkipReason):
         return Unreadable(source)
@@ -81,11 +91,19 @@ def read_file(root: Path, job: Job, chunker: str, include_minified: bool) -> Out
     chunks = chunk_source(job.record, text, parsed.symbols if parsed else None, chunker)
     fts_rows = [(index_tokens(c.path), index_tokens(c.text)) for c in chunks]
     symbol_rows = [symbol_fts_row(s.name, s.qualified_name) for s in parsed.symbols] if parsed else []
-    return Chunked(len(data), digest, chunks, parsed, fts_rows, symbol_rows)
+    vectors = None
+    if embedder is not None:
+        texts = [c.embed_text for c in chunks if c.embed]
+        vectors = embedder.embed_documents(texts) if texts else np.empty((0, embedder.info.dim), np.float32)
+        chunks = [replace(c, embed_text="") if c.embed else c for c in chunks]
+    return Chunked(len(data), digest, chunks, parsed, fts_rows, symbol_rows, vectors)
+
+
+_worker_embedder: StaticEmbedder | None = None  # a worker's copy of the static model, when workers embed
 
 
 def _read_task(root: Path, jobs: list[Job], chunker: str, include_minified: bool) -> list[Outcome]:
-    return [read_file(root, job, chunker, include_minified) for job in jobs]
+    return [read_file(root, job, chunker, include_minified, _worker_embedder) for job in jobs]
 
 
 def default_workers() -> int:
@@ -98,10 +116,15 @@ def default_workers() -> int:
 
 def read_files(
     root: Path, jobs: Sequence[Job], chunker: str, include_minified: bool, workers: int | None = None,
+    embedder: Embedder | None = None,
 ) -> Iterator[tuple[Job, Outcome]]:
     """Each job with its outcome, in the order given. With more than one worker and enough
     files, worker processes do the reading while the caller consumes; a pool that breaks (a
-    worker killed, out of memory) is said once and the rest is read in this process."""
+    worker killed, out of memory) is said once and the rest is read in this process.
+
+    A static `embedder` (a token table: cheap to copy, as fast as the cache of shared vectors)
+    is handed to the workers, which then embed each file's chunks too (`Chunked.vectors`), on
+    every core. In this process, and for other models, vectors are made after the file pass."""
     workers = default_workers() if workers is None else max(1, workers)
     if workers == 1 or len(jobs) < POOL_MIN_FILES:
         for job in jobs:
@@ -109,8 +132,13 @@ def read_files(
         return
     tasks = [list(jobs[i:i + FILES_PER_TASK]) for i in range(0, len(jobs), FILES_PER_TASK)]
     done = 0  # tasks whose outcomes were handed out
+    worker_embedder = embedder if isinstance(embedder, StaticEmbedder) else None
+    # the model goes to the workers through a file: a worker that dies as it starts then breaks
+    # the pool instead of leaving this process blocked on a pipe nobody reads
+    model_file = _model_file(worker_embedder) if worker_embedder is not None else None
     pool = ProcessPoolExecutor(
-        workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start, initargs=(os.getpid(),),
+        workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start,
+        initargs=(os.getpid(), model_file),
     )
     try:
         pending: deque[Future[list[Outcome]]] = deque()
@@ -128,9 +156,17 @@ def read_files(
         log.warning("the file readers stopped (%s); reading the remaining files in this process", exc)
         for task in tasks[done:]:
             for job in task:
-                yield job, read_file(root, job, chunker, include_minified)
+                yield job, read_file(root, job, chunker, include_minified, worker_embedder)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+        if model_file is not None:
+            model_file.unlink(missing_ok=True)
+
+
+def _model_file(embedder: StaticEmbedder) -> Path:
+    with tempfile.NamedTemporaryFile(prefix="codewhere-model-", suffix=".pickle", delete=False) as file:
+        pickle.dump(embedder, file, protocol=pickle.HIGHEST_PROTOCOL)
+    return Path(file.name)
 
 
 def _take(items: Iterator[list[Job]], n: int) -> Iterable[list[Job]]:
@@ -141,9 +177,13 @@ def _take(items: Iterator[list[Job]], n: int) -> Iterable[list[Job]]:
         yield item
 
 
-def _worker_start(parent: int) -> None:
+def _worker_start(parent: int, model_file: Path | None) -> None:
     """Ctrl-C is the parent's to handle; a worker whose parent died (killed indexer) exits
     instead of waiting on its queue forever."""
+    global _worker_embedder
+    if model_file is not None:
+        with model_file.open("rb") as file:
+            _worker_embedder = pickle.load(file)  # noqa: S301 — written by the parent a moment ago, mode 0600
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:

@@ -39,7 +39,8 @@ from codewhere.types import (
 @dataclass(frozen=True)
 class ChunkAt:
     id: int
-    embed_text: str
+    embed_text: str  # what to embed when the chunk has no vector of its own (imports only)
+    vector: np.ndarray | None = None  # its stored vector
 
 
 @dataclass(frozen=True)

@@ -864,13 +864,18 @@ class PostgresStore:
 
     def chunk_at(self, path: str, line: int) -> ChunkAt | None:
         row = self._db.execute(
-            """SELECT c.id, coalesce(c.embed_text, f.path || chr(10) || c.text) FROM chunks c
+            # an empty embedding text was embedded by a worker and not kept (reading.py)
+            """SELECT c.id, coalesce(nullif(c.embed_text, ''), f.path || chr(10) || c.text),
+                      (SELECT e.embedding::text FROM embeddings e WHERE e.content_hash = c.content_hash) FROM chunks c
                JOIN files f ON f.id = c.file_id
                WHERE f.repo_id = %s AND f.path = %s AND c.start_line <= %s AND c.end_line >= %s
                ORDER BY c.end_line - c.start_line LIMIT 1""",
             (self._repo_id, path, line, line),
         ).fetchone()
-        return ChunkAt(int(row[0]), row[1]) if row else None
+        if not row:
+            return None
+        vector = np.array(row[2].strip("[]").split(","), np.float32) if row[2] else None
+        return ChunkAt(int(row[0]), row[1], vector)
 
     def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]:
         where, params = self._filter(filters)

@@ -656,10 +656,14 @@ class SqliteStore:
         return int(row[0]) if row else 0
 
     def add_vectors(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        """Store each text's vector; a text that has one keeps it."""
         for content_hash, vector in zip(hashes, vectors, strict=True):
             row_id = self._db.execute(
-                "INSERT INTO embeddings(content_hash) VALUES(?) RETURNING id", (content_hash,)
+                "INSERT INTO embeddings(content_hash) VALUES(?) ON CONFLICT(content_hash) DO NOTHING RETURNING id",
+                (content_hash,),
             ).get
+            if row_id is None:
+                continue
             self._db.execute(
                 "INSERT INTO vec_chunks(rowid, embedding) VALUES(?, ?)", (row_id, np.asarray(vector, np.float32).tobytes())
             )
@@ -970,13 +974,18 @@ class SqliteStore:
 
     def chunk_at(self, path: str, line: int) -> ChunkAt | None:
         """The smallest chunk of `path` whose lines hold `line`."""
+        vector = ("(SELECT v.embedding FROM embeddings e JOIN vec_chunks v ON v.rowid = e.id "
+                  "WHERE e.content_hash = c.content_hash)") if self.model() is not None else "NULL"
         row = self._db.execute(
-            """SELECT c.id, coalesce(c.embed_text, f.path || char(10) || c.text) FROM chunks c
+            # an empty embedding text was embedded by a worker and not kept (reading.py)
+            f"""SELECT c.id, coalesce(nullif(c.embed_text, ''), f.path || char(10) || c.text), {vector} FROM chunks c
                JOIN files f ON f.id = c.file_id WHERE f.path = ? AND c.start_line <= ? AND c.end_line >= ?
                ORDER BY c.end_line - c.start_line LIMIT 1""",
             (path, line, line),
         ).fetchone()
-        return ChunkAt(int(row[0]), row[1]) if row else None
+        if not row:
+            return None
+        return ChunkAt(int(row[0]), row[1], np.frombuffer(row[2], np.float32) if row[2] is not None else None)
 
     def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]:
         """(path, start line, end line) of every chunk the filters let through."""
