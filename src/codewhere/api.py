@@ -269,12 +269,14 @@ class Index:
         vectors: bool = True,
         rebuild: bool = False,
         paths: Sequence[str] | None = None,
+        quick: bool = False,
     ) -> IndexReport:
         """Bring the index up to date (and its vectors, unless `vectors` is False); waits for
         another indexer up to `wait_seconds`. `rebuild` builds a new index beside the old one
         and swaps it in when complete: until then, and if it fails, searches use the old one.
         `paths` (files or folders, relative to the root) refreshes only those, in one
-        transaction: what a file watcher reports changed."""
+        transaction: what a file watcher reports changed. `quick` checks what the last walk saw
+        instead of walking the tree (freshness.py): what a search does before it answers."""
         wait = self.settings.lock_wait_seconds if wait_seconds is None else wait_seconds
         # a rebuild may change the model: the new index is checked against nothing
         embedder = (self._load_embedder() if rebuild else self.embedder()) if vectors else None
@@ -285,11 +287,12 @@ class Index:
                 with self.store.rebuilding() as fresh:
                     report = self._refresh(fresh, embedder, progress)
             else:
-                report = self._refresh(self.store, embedder, progress, paths)
+                report = self._refresh(self.store, embedder, progress, paths, quick)
         return report
 
     def _refresh(
-        self, store: Store, embedder: Embedder | None, progress: Progress | None, paths: Sequence[str] | None = None
+        self, store: Store, embedder: Embedder | None, progress: Progress | None, paths: Sequence[str] | None = None,
+        quick: bool = False,
     ) -> IndexReport:
         if embedder is not None and store.model() is None:
             store.bind_model(embedder.info)
@@ -299,7 +302,7 @@ class Index:
         try:
             report = indexer.refresh(
                 self.root, store, progress, embedder, self.settings.chunker, self.settings.scan_options, paths, shared,
-                self.settings.workers,
+                self.settings.workers, quick,
             )
         finally:
             if shared is not None:
@@ -351,7 +354,7 @@ class Index:
         """Refresh unless another process is indexing right now, or the index cannot be written
         (read-only, full disk): then search what is committed, and say why once per process."""
         try:
-            return self.refresh(progress, wait_seconds=0.0, vectors=vectors)
+            return self.refresh(progress, wait_seconds=0.0, vectors=vectors, quick=True)
         except IndexBusyError:
             log.warning("another codewhere process is indexing %s; searching the index as it stands", self.root)
         except IndexNotWritableError as exc:

@@ -16,6 +16,8 @@ import numpy as np
 from codewhere.chunk import chunker_version
 from codewhere.embed import Embedder
 from codewhere.embed.base import TruncatingEmbedder
+from codewhere.freshness import META_KEY as STAMPS_KEY
+from codewhere.freshness import TreeStamps, changed_paths
 from codewhere.graph import carried_over, refresh_resolution
 from codewhere.parse import ParseResult
 from codewhere.reading import Job, Outcome, SameContent, Unreadable, read_files
@@ -173,6 +175,7 @@ def refresh(
     paths: Sequence[str] | None = None,
     shared: SharedVectors | None = None,
     workers: int | None = None,
+    quick: bool = False,
 ) -> IndexReport:
     """Bring the index of `root` up to date, vectors too when an embedder is given.
 
@@ -181,6 +184,8 @@ def refresh(
     commits as one transaction, so readers see the index before it or after it, never half.
     A changed ignore file, or a chunker or scan option change, makes it a whole refresh.
     `workers` processes read and chunk the files (default: one per core; see reading.py).
+    `quick` (a search's refresh) stats what the last walk saw instead of walking (freshness.py)
+    and refreshes only the folders and files that differ.
 
     The caller holds the writer lock and has checked that `embedder` is the index's model.
     """
@@ -190,6 +195,15 @@ def refresh(
     version = chunker_version(chunker)
     before = store.meta()  # read once; only this run writes meta from here on (the caller holds the lock)
     scan_key = _scan_key(options)
+    if quick and paths is None and _settled(root, before, version, scan_key, embedder):
+        stamps = TreeStamps.from_meta(before)
+        known = store.file_states() if stamps is not None else {}
+        found = changed_paths(root, stamps, known) if stamps is not None else None
+        if found == []:
+            _count_unchanged(report, known)
+            report.seconds = time.perf_counter() - started
+            return report
+        paths = found
     if paths is not None and (before.get("chunker_version") != version or before.get("scan_options") != scan_key
                               or any(_changes_rules(path) for path in paths)):
         paths = None
@@ -200,6 +214,22 @@ def refresh(
         _file_pass(root, store, report, progress, chunker, options, before, embedder, None, shared, workers)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _settled(root: Path, before: dict[str, str], version: str, scan_key: str, embedder: Embedder | None) -> bool:
+    """The last run finished its work under the same rules: only changed files can need any."""
+    return (before.get("chunker_version") == version and before.get("scan_options") == scan_key
+            and before.get("root") == str(root) and before.get(EDGES_RESOLVED) == "1"
+            and (embedder is None or before.get(VECTORS_COMPLETE) == embedder.info.id))
+
+
+def _count_unchanged(report: IndexReport, known: dict[str, FileState]) -> None:
+    for state in known.values():
+        if state.skip_reason:
+            report.skipped[state.skip_reason] += 1
+        else:
+            report.files_kept += 1
+            report.files_unchanged += 1
 
 
 def _scan_key(options: ScanOptions) -> str:
@@ -232,7 +262,8 @@ def _file_pass(
     seen: set[str] = set()
     batch = _Batch(store)
     records: list[FileRecord] = []  # the scan first, so the file pass has a total to show
-    for item in scan(root, options) if paths is None else scan_paths(root, paths, options):
+    walked = TreeStamps()
+    for item in scan(root, options, walked) if paths is None else scan_paths(root, paths, options, walked):
         if isinstance(item, Skip):
             report.skipped[item.reason.value] += 1
             if item.detail:
@@ -266,6 +297,7 @@ def _file_pass(
     removed = [path for path in known if path not in seen]
     report.files_removed = len(removed)
     batch.flush(removed)
+    _record_stamps(store, before, walked, paths)
     meta = store.meta()
     if report.changed or meta.get("root") != str(root) or meta.get(EDGES_RESOLVED) != "1":
         phases.info("edges")
@@ -303,6 +335,19 @@ def _file_pass(
             report.truncated_at = truncating.max_seq_length
         with store.transaction():
             store.set_meta({VECTORS_COMPLETE: embedder.info.id})
+
+
+def _record_stamps(store: IndexWriter, before: dict[str, str], walked: TreeStamps, paths: Sequence[str] | None) -> None:
+    """The folder and ignore-file stamps for the next quick check: those of this walk, over the
+    last ones where this run walked only some paths (and none before: the next whole walk)."""
+    if paths is None:
+        stamps: TreeStamps | None = walked
+    else:
+        last = TreeStamps.from_meta(before)
+        stamps = last.merged(walked, list(paths)) if last is not None else None
+    if stamps is not None and (text := stamps.to_json()) != before.get(STAMPS_KEY):
+        with store.transaction():
+            store.set_meta({STAMPS_KEY: text})
 
 
 VECTOR_BATCH = 256

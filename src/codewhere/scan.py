@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 import errno
 import logging
 import os
 import re
 import stat
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pathspec
 
@@ -25,8 +27,12 @@ from codewhere.languages import (
 )
 from codewhere.types import FileRecord, Skip, SkipReason
 
+if TYPE_CHECKING:
+    from codewhere.freshness import TreeStamps
+
 log = logging.getLogger(__name__)
 
+RACY_NS = 2_000_000_000  # see _walk's stamps
 MAX_FILE_BYTES = 1_000_000
 BINARY_PROBE_BYTES = 512
 # minified or generated: a file of at least this size whose lines average more than this
@@ -177,16 +183,26 @@ def _classify_symlink(entry: os.DirEntry[str] | _LinkEntry, root: str, parent_re
     return SkipReason.SYMLINK_DUPLICATE
 
 
-def scan(root: Path, options: ScanOptions = ScanOptions()) -> Iterator[FileRecord | Skip]:
+def scan(root: Path, options: ScanOptions = ScanOptions(), stamps: TreeStamps | None = None) -> Iterator[FileRecord | Skip]:
     """Yield every file under `root` as a FileRecord to index or a Skip with its reason.
 
     Decisions here use names and stat only; content checks (binary, minified, unreadable)
     happen in `read_source`, so an unchanged file is never opened on refresh. `.gitignore`
     applies inside a git repository (or with options.gitignore "always"), `.ignore` and
-    `.codewhereignore` everywhere.
+    `.codewhereignore` everywhere. `stamps` collects the mtime of each folder listed and each
+    ignore file read, for the next quick check (freshness.py).
     """
     root_real = os.path.realpath(root)
-    yield from _walk([_top(root_real, options)], root_real, options)
+    if stamps is not None:
+        _stamp_root_rules(root_real, options, stamps)
+    yield from _walk([_top(root_real, options)], root_real, options, stamps)
+
+
+def _stamp_root_rules(root_real: str, options: ScanOptions, stamps: TreeStamps) -> None:
+    """git's info/exclude is read from outside the listings: stamped (or its absence) here."""
+    exclude = os.path.join(root_real, ".git", "info", "exclude")
+    if options.gitignore != "never" and os.path.exists(exclude):
+        stamps.rules[".git/info/exclude"] = os.lstat(exclude).st_mtime_ns
 
 
 def _top(root_real: str, options: ScanOptions) -> _Folder:
@@ -207,15 +223,28 @@ class _Folder(NamedTuple):
     git: bool
 
 
-def _walk(stack: list[_Folder], root_real: str, options: ScanOptions) -> Iterator[FileRecord | Skip]:
+def _walk(
+    stack: list[_Folder], root_real: str, options: ScanOptions, stamps: TreeStamps | None = None,
+) -> Iterator[FileRecord | Skip]:
     mode = options.gitignore
     while stack:
         folder, rel_folder, rules, git = stack.pop()
         try:
+            listed_at = os.lstat(folder).st_mtime_ns  # before the listing: a change after it shows next time
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
             yield Skip(rel_folder + "/", SkipReason.UNREADABLE)
             continue
+        if stamps is not None:
+            # a folder changed within the clock's grain of its listing may change again unseen
+            # at the same mtime (git's "racily clean"): stamped as changed, listed again next time
+            racy = time.time_ns() - listed_at < RACY_NS
+            stamps.folders[rel_folder] = -1 if racy else listed_at
+            for entry in entries:
+                if entry.name in _IGNORE_NAMES:
+                    with contextlib.suppress(OSError):
+                        stamps.rules[f"{rel_folder}/{entry.name}" if rel_folder else entry.name] = entry.stat(
+                            follow_symlinks=False).st_mtime_ns
         # a folder's own ignore files are read only when its listing holds one: trying to open
         # both in every folder was a quarter of a refresh's scan on Django (3,233 folders)
         if rel_folder:
@@ -247,7 +276,9 @@ def _walk(stack: list[_Folder], root_real: str, options: ScanOptions) -> Iterato
         stack.extend(reversed(subfolders))
 
 
-def scan_paths(root: Path, paths: Iterable[str], options: ScanOptions = ScanOptions()) -> Iterator[FileRecord | Skip]:
+def scan_paths(
+    root: Path, paths: Iterable[str], options: ScanOptions = ScanOptions(), stamps: TreeStamps | None = None,
+) -> Iterator[FileRecord | Skip]:
     """What `scan` would say of these paths (relative to `root`) and, for a folder, of
     everything under it: the same rules, without walking the rest of the tree. A path that
     does not exist yields nothing; nor does one under a folder the walk would not enter (a
@@ -256,7 +287,9 @@ def scan_paths(root: Path, paths: Iterable[str], options: ScanOptions = ScanOpti
     folders: dict[str, _Folder | None] = {"": _top(root_real, options)}
     wanted = {rel.strip("/") for rel in paths}
     if "" in wanted:
-        yield from _walk([_top(root_real, options)], root_real, options)
+        if stamps is not None:
+            _stamp_root_rules(root_real, options, stamps)
+        yield from _walk([_top(root_real, options)], root_real, options, stamps)
         return
     for rel in sorted(wanted):
         if any(ancestor in wanted for ancestor in _ancestors(rel)):
@@ -278,7 +311,7 @@ def scan_paths(root: Path, paths: Iterable[str], options: ScanOptions = ScanOpti
             elif (why := _ignored_by(parent.rules, rel, is_dir=True)) is not None:
                 yield Skip(rel + "/", SkipReason.IGNORED, why)
             else:
-                yield from _walk([_Folder(full, rel, parent.rules, parent.git)], root_real, options)
+                yield from _walk([_Folder(full, rel, parent.rules, parent.git)], root_real, options, stamps)
         elif stat.S_ISREG(info.st_mode):
             yield _check_file(_StatEntry(name, info), rel, parent.rules, options)
         else:

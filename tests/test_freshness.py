@@ -1,0 +1,133 @@
+"""A search's quick check: it stats what the last walk saw instead of walking, and still sees
+every edit, addition, removal, rename and rule change."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from codewhere import indexer, scan
+from codewhere.api import Index
+from codewhere.config import Settings
+from tests.conftest import run_cli, write_tree
+
+HOUR_NS = 3600 * 10**9
+
+
+def age(root: Path) -> None:
+    """Every folder and file an hour old: no stamp is racily clean (scan.RACY_NS)."""
+    past = time.time_ns() - HOUR_NS
+    for folder, _, files in os.walk(root):
+        for name in files:
+            os.utime(os.path.join(folder, name), ns=(past, past))
+        os.utime(folder, ns=(past, past))
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = write_tree(tmp_path / "repo", {
+        "src/app/core.py": "def start_engine():\n    return 'vroom'\n",
+        "src/app/util.py": "def helper():\n    return 1\n",
+        "src/lib/deep/leaf.py": "def leaf_function():\n    return 2\n",
+        "README.md": "# Project\n",
+    })
+    age(root)
+    return root
+
+
+@pytest.fixture
+def walks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each whole walk of the tree, and each folder a walk starts from, in order."""
+    seen: list[str] = []
+    real_scan, real_walk = indexer.scan, scan._walk
+
+    def counting_scan(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen.append("whole walk")
+        return real_scan(*args, **kwargs)
+
+    def counting_walk(stack, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        seen.extend(folder.rel for folder in stack)
+        return real_walk(stack, *args, **kwargs)
+
+    monkeypatch.setattr(indexer, "scan", counting_scan)
+    monkeypatch.setattr(scan, "_walk", counting_walk)
+    return seen
+
+
+def opened(root: Path) -> Index:
+    index = Index.open(root, settings=Settings.from_env())
+    index.refresh(vectors=False)
+    return index
+
+
+def test_nothing_changed_lists_no_folder_and_reads_no_file(tree: Path, walks: list[str]) -> None:
+    with opened(tree) as index:
+        walks.clear()
+        report = index.refresh(vectors=False, quick=True)
+        assert walks == []
+        assert (report.files_unchanged, report.bytes_read, report.changed) == (4, 0, False)
+
+
+def test_an_edit_is_seen_without_a_walk(tree: Path, walks: list[str]) -> None:
+    with opened(tree) as index:
+        walks.clear()
+        (tree / "src/app/core.py").write_text("def start_engine():\n    return 'electric hum'\n")
+        report = index.refresh(vectors=False, quick=True)
+        assert walks == [] and report.files_changed == 1
+        assert [h.path for h in index.search("electric hum", mode="keyword")] == ["src/app/core.py"]
+
+
+def test_a_new_file_a_new_folder_and_a_removal_list_only_their_folders(tree: Path, walks: list[str]) -> None:
+    with opened(tree) as index:
+        walks.clear()
+        (tree / "src/lib/deep/fresh.py").write_text("def brand_new_function():\n    pass\n")
+        (tree / "src/app/more").mkdir()
+        (tree / "src/app/more/extra.py").write_text("def extra_function():\n    pass\n")
+        (tree / "src/app/util.py").unlink()
+        report = index.refresh(vectors=False, quick=True)
+        assert "whole walk" not in walks and sorted(walks) == ["src/app", "src/lib/deep"]  # more/ within app/
+        assert (report.files_added, report.files_removed) == (2, 1)
+        assert index.search("brand_new_function", mode="keyword")[0].path == "src/lib/deep/fresh.py"
+        assert index.search("extra_function", mode="keyword")[0].path == "src/app/more/extra.py"
+        assert index.search("helper", mode="keyword") == []
+        walks.clear()
+        assert index.refresh(vectors=False, quick=True).changed is False
+
+
+def test_a_renamed_folder_moves_its_files(tree: Path) -> None:
+    with opened(tree) as index:
+        (tree / "src/lib/deep").rename(tree / "src/lib/shallow")
+        report = index.refresh(vectors=False, quick=True)
+        assert (report.files_added, report.files_removed) == (1, 1)
+        assert index.search("leaf_function", mode="keyword")[0].path == "src/lib/shallow/leaf.py"
+
+
+def test_a_changed_ignore_file_makes_a_whole_walk(tree: Path, walks: list[str]) -> None:
+    (tree / "src/.ignore").write_text("nothing.py\n")
+    age(tree)
+    with opened(tree) as index:
+        walks.clear()
+        (tree / "src/.ignore").write_text("lib/\n")  # edited in place: src's own mtime stays
+        os.utime(tree / "src", ns=(time.time_ns() - HOUR_NS,) * 2)
+        report = index.refresh(vectors=False, quick=True)
+        assert walks[0] == "whole walk" and report.files_removed == 1
+        assert index.search("leaf_function", mode="keyword") == []
+
+
+def test_a_folder_changed_as_it_was_listed_is_listed_again(tree: Path, walks: list[str]) -> None:
+    os.utime(tree / "src/app", None)  # now: racily clean when the walk lists it
+    with opened(tree) as index:
+        walks.clear()
+        index.refresh(vectors=False, quick=True)
+        assert walks == ["src/app"]
+
+
+def test_a_search_from_the_command_line_sees_an_edit(tree: Path) -> None:
+    assert run_cli("index", str(tree)).code == 0
+    (tree / "src/lib/deep/leaf.py").write_text("def leaf_function():\n    return 'photosynthesis'\n")
+    result = run_cli("search", "photosynthesis", str(tree), "--mode", "keyword", "--json")
+    assert result.code == 0, result.err
+    assert [hit["path"] for hit in result.json()["hits"]] == ["src/lib/deep/leaf.py"]
