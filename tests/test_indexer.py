@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from codewhere import indexer, reading
+from codewhere import reading
 from codewhere.chunk import chunker_version
 from tests.conftest import bump_mtime, write_tree
 
