@@ -165,6 +165,15 @@ def one_shot(tree: Path, db: Path, env: dict[str, str], runs: int) -> list[float
     return times
 
 
+def graph_spec(index, name: str) -> str:  # noqa: ANN001 — an open Index
+    """The name, or `path:line` of its kernel definition when copies under tools/ share the name."""
+    found = index.candidates(name)
+    if len(found) <= 1:
+        return name
+    kernel = [s for s in found if not s.path.startswith("tools/")] or found
+    return f"{kernel[0].path}:{kernel[0].start_line}"
+
+
 def warm(tree: Path, db: Path, rounds: int) -> dict[str, object]:
     from codewhere.api import Index
 
@@ -172,7 +181,10 @@ def warm(tree: Path, db: Path, rounds: int) -> dict[str, object]:
     started = time.monotonic()
     index.search(QUESTIONS[0], k=10)
     first = time.monotonic() - started
-    index.reader.keywords_built.wait(900)  # type: ignore[union-attr]  # the postings, built in a thread
+    reader = index.reader
+    holds = not getattr(reader, "refused", True)  # past its limits a reader reads the store per query
+    if holds:
+        reader.keywords_built.wait(900)  # type: ignore[union-attr]  # the postings, built in a thread
     times = []
     answers = {}
     for _ in range(rounds):
@@ -182,17 +194,19 @@ def warm(tree: Path, db: Path, rounds: int) -> dict[str, object]:
             times.append(time.perf_counter() - started)
             answers[question] = [f"{h.path}:{h.start_line}-{h.end_line}" for h in hits[:3]]
     graph: dict[str, list[float]] = {"callers": [], "impact": []}
+    specs = [graph_spec(index, name) for name in GRAPH_SYMBOLS]
     for _ in range(rounds):
-        for name in GRAPH_SYMBOLS:
+        for spec in specs:
             started = time.perf_counter()
-            index.callers(name)
+            index.callers(spec)
             graph["callers"].append(time.perf_counter() - started)
             started = time.perf_counter()
-            index.impact(name, depth=3)
+            index.impact(spec, depth=3)
             graph["impact"].append(time.perf_counter() - started)
     index.close()
     return {
         "first_search_s": round(first, 2),
+        "held_in_memory": holds,
         "hybrid_p50_ms": round(statistics.median(times) * 1000, 2),
         "callers_p50_ms": round(statistics.median(graph["callers"]) * 1000, 3),
         "impact_p50_ms": round(statistics.median(graph["impact"]) * 1000, 3),
@@ -201,25 +215,26 @@ def warm(tree: Path, db: Path, rounds: int) -> dict[str, object]:
 
 
 def change_searchable(tree: Path, db: Path, env: dict[str, str]) -> float:
-    """Edit one file, then time `codewhere index` on that file until a search finds the new word."""
+    """Edit one file, then time the one-shot `codewhere search` for a new word in it: the search's
+    quick check finds the change and indexes that file before answering."""
     target = tree / "kernel" / "sys.c"
     if not target.is_file():  # a smaller tree, for a trial run
         target = next(tree.rglob("*.c"))
     original = target.read_bytes()
+    stat = target.stat()
     word = "zqxjkelvinbenchmarkword"
     try:
         target.write_bytes(original + f"\n/* {word} */\n".encode())
         started = time.monotonic()
-        subprocess.run([sys.executable, "-m", "codewhere", "index", str(tree), "--index", str(db), "-q"],
-                       check=True, capture_output=True, env=env)
-        seconds = time.monotonic() - started
         found = subprocess.run([sys.executable, "-m", "codewhere", "search", word, str(tree), "--index", str(db),
                                 "--mode", "keyword", "-k", "1"], check=True, capture_output=True, text=True, env=env)
+        seconds = time.monotonic() - started
         if target.relative_to(tree).as_posix() not in found.stdout:
-            raise SystemExit(f"the edited file was not found after its refresh: {found.stdout!r}")
+            raise SystemExit(f"the edited file was not found by the search after it: {found.stdout!r}")
         return seconds
     finally:
         target.write_bytes(original)
+        os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
 def main() -> None:

@@ -213,3 +213,26 @@ def test_re_resolving_only_what_a_change_touched_agrees_with_resolving_everythin
                 _, run_calls = index.callees("run")
                 box = [r.target for r in run_calls if r.target_name == "Box"]
                 assert box and box[0] is not None and box[0].start_line == 2  # the moved class, not a stale id
+
+
+def test_a_whole_resolution_in_small_batches_gives_the_answers_of_one_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Edges are read page by page and resolved batch by batch (the kernel has 4.9 M): pages and
+    batches that split the edges anywhere change no answer."""
+    import codewhere.graph
+    import codewhere.store.sqlite
+
+    files = {f"m{i}.py": f"def f{i}():\n    f{i - 1}()\n    g()\n    print()\n" for i in range(1, 8)}
+    files["g.py"] = "def g():\n    pass\n"
+    files["h.py"] = "def g():\n    pass\n"
+    root = write_tree(tmp_path / "repo", files)
+    with Index.open(root, settings=Settings.from_env()) as index:
+        index.refresh(vectors=False)
+        once = _resolved(index)
+        assert len(once) >= 20 and {r for _, _, r in once} >= {Resolution.UNIQUE, Resolution.AMBIGUOUS}
+        index.store._db.execute("UPDATE edges SET target_id = NULL, resolution = 'unresolved'")  # type: ignore[attr-defined]
+        monkeypatch.setattr(codewhere.graph, "RESOLVE_BATCH", 3)
+        monkeypatch.setattr(codewhere.store.sqlite, "EDGE_PAGE", 2)
+        codewhere.graph.refresh_resolution(index.store)  # type: ignore[arg-type]
+        assert _resolved(index) == once

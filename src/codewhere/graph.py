@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Sequence
@@ -57,26 +58,30 @@ def weakest(levels: Iterable[str]) -> str:
     return max(levels, key=confidence_rank, default="")
 
 
-def resolve_edges(
-    edges: Iterable[EdgeRow], symbols: Iterable[SymbolRef], imported: set[tuple[int, str]]
-) -> list[tuple[int, int | None, str]]:
-    """(edge id, target symbol id or None, resolution) for every edge, by name alone.
+RESOLVE_BATCH = 50_000  # edges resolved and written at a time: the kernel has 4.9 M
+
+
+class NameResolver:
+    """Resolves edges by name alone against one set of symbols and imports.
 
     A member of the caller's own class wins; then a name defined in the edge's own file; then a
     name the file imports that exactly one symbol in the repo has; then a name only one symbol
     has; several candidates are ambiguous and none is external. Unresolved edges keep their name.
     """
-    by_name: dict[str, list[SymbolRef]] = defaultdict(list)
-    for symbol in symbols:
-        by_name[symbol.name].append(symbol)
-    # an edge kind's candidates for a name, and those by file: worked out once per name, not per
-    # edge (`__init__` or `get` has hundreds of symbols and thousands of edges)
-    seen: dict[tuple[str, str], tuple[list[SymbolRef], dict[int, list[SymbolRef]]]] = {}
-    out: list[tuple[int, int | None, str]] = []
-    for edge in edges:
+
+    def __init__(self, symbols: Iterable[SymbolRef], imported: set[tuple[int, str]]) -> None:
+        self.imported = imported
+        self.by_name: dict[str, list[SymbolRef]] = defaultdict(list)
+        for symbol in symbols:
+            self.by_name[symbol.name].append(symbol)
+        # an edge kind's candidates for a name, and those by file: worked out once per name, not
+        # per edge (`__init__` or `get` has hundreds of symbols and thousands of edges)
+        self.seen: dict[tuple[str, str], tuple[list[SymbolRef], dict[int, list[SymbolRef]]]] = {}
+
+    def _candidates(self, edge: EdgeRow) -> tuple[list[SymbolRef], dict[int, list[SymbolRef]]]:
         key = (edge.target_name, edge.kind if edge.kind in ("call", "inherit") else "")
-        if key not in seen:
-            candidates = by_name.get(edge.target_name, [])
+        if key not in self.seen:
+            candidates = self.by_name.get(edge.target_name, [])
             if edge.kind == "call":
                 candidates = [s for s in candidates if s.kind in CALLABLE]
             elif edge.kind == "inherit":
@@ -84,22 +89,35 @@ def resolve_edges(
             by_file: dict[int, list[SymbolRef]] = defaultdict(list)
             for s in candidates:
                 by_file[s.file_id].append(s)
-            seen[key] = candidates, by_file
-        candidates, by_file = seen[key]
-        same_file = by_file.get(edge.file_id, [])
-        same_class = [s for s in same_file if edge.source_parent and s.parent == edge.source_parent]
-        if edge.kind == "call" and same_class:
-            out.append((edge.id, same_class[0].id, Resolution.SAME_FILE))
-        elif edge.kind != "import" and same_file:
-            out.append((edge.id, same_file[0].id, Resolution.SAME_FILE))
-        elif len(candidates) == 1:
-            kind = Resolution.IMPORT if (edge.file_id, edge.target_name) in imported or edge.kind == "import" else Resolution.UNIQUE
-            out.append((edge.id, candidates[0].id, kind))
-        elif candidates:
-            out.append((edge.id, None, Resolution.AMBIGUOUS))
-        else:
-            out.append((edge.id, None, Resolution.EXTERNAL))
-    return out
+            self.seen[key] = candidates, by_file
+        return self.seen[key]
+
+    def resolve(self, edges: Iterable[EdgeRow]) -> list[tuple[int, int | None, str]]:
+        """(edge id, target symbol id or None, resolution) for each edge."""
+        out: list[tuple[int, int | None, str]] = []
+        for edge in edges:
+            candidates, by_file = self._candidates(edge)
+            same_file = by_file.get(edge.file_id, [])
+            same_class = [s for s in same_file if edge.source_parent and s.parent == edge.source_parent]
+            if edge.kind == "call" and same_class:
+                out.append((edge.id, same_class[0].id, Resolution.SAME_FILE))
+            elif edge.kind != "import" and same_file:
+                out.append((edge.id, same_file[0].id, Resolution.SAME_FILE))
+            elif len(candidates) == 1:
+                imported = (edge.file_id, edge.target_name) in self.imported or edge.kind == "import"
+                out.append((edge.id, candidates[0].id, Resolution.IMPORT if imported else Resolution.UNIQUE))
+            elif candidates:
+                out.append((edge.id, None, Resolution.AMBIGUOUS))
+            else:
+                out.append((edge.id, None, Resolution.EXTERNAL))
+        return out
+
+
+def resolve_edges(
+    edges: Iterable[EdgeRow], symbols: Iterable[SymbolRef], imported: set[tuple[int, str]]
+) -> list[tuple[int, int | None, str]]:
+    """(edge id, target symbol id or None, resolution) for every edge, by name alone (`NameResolver`)."""
+    return NameResolver(symbols, imported).resolve(edges)
 
 
 def carried_over(old: Iterable[SymbolRef], new: Iterable[SymbolRef]) -> tuple[set[str], list[tuple[int, int]]]:
@@ -208,8 +226,12 @@ def refresh_resolution(store: IndexWriter, names: Collection[str] | None = None,
     An edge a precise source resolved keeps its answer while its target symbol exists (the
     store leaves it out of the inputs)."""
     edges, symbols, imported = store.resolution_inputs(None if names is None else sorted(names), paths)
+    resolver = NameResolver(symbols, imported)
     with store.transaction():
-        store.set_edge_targets(resolve_edges(edges, symbols, imported))
+        # in batches: the answers for every edge at once would hold several GB on the kernel
+        pending = iter(edges)
+        while batch := list(itertools.islice(pending, RESOLVE_BATCH)):
+            store.set_edge_targets(resolver.resolve(batch))
 
 
 # ---- choosing a symbol ----------------------------------------------------------------------

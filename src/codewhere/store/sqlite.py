@@ -69,6 +69,7 @@ from codewhere.types import (
 
 log = logging.getLogger(__name__)
 
+EDGE_PAGE = 50_000  # edges read at a time by a whole re-resolution
 APPLICATION_ID = 0x63776872  # "cwhr": marks a SQLite file as a codewhere index
 SCHEMA_VERSION = "7"
 BUSY_TIMEOUT_MS = 10_000
@@ -742,14 +743,15 @@ class SqliteStore:
 
     def resolution_inputs(
         self, names: Sequence[str] | None = None, paths: Sequence[str] = ()
-    ) -> tuple[list[EdgeRow], list[SymbolRef], set[tuple[int, str]]]:
+    ) -> tuple[Iterable[EdgeRow], list[SymbolRef], set[tuple[int, str]]]:
         """Every edge, every symbol (id, file, name, kind) and every (file, imported name); or,
         given `names`, only the edges naming one of them or lying in one of `paths`, with the
-        symbols and imports those edges can resolve to."""
+        symbols and imports those edges can resolve to. Every edge is read page by page, in id
+        order, as it is consumed (the caller may update edges between pages)."""
         edge_sql = f"""SELECT e.id, e.file_id, e.kind, e.target_name, coalesce(s.parent, '')
                        FROM edges e LEFT JOIN symbols s ON s.id = e.source_id WHERE NOT {KEPT_PRECISE}"""
         if names is None:
-            edges = [EdgeRow(*r) for r in self._db.execute(edge_sql)]
+            edges: Iterable[EdgeRow] = self._edge_pages(edge_sql)
             symbols = [SymbolRef(*r) for r in self._db.execute("SELECT id, file_id, name, kind, parent FROM symbols")]
             imported = {(f, n) for f, n in self._db.execute("SELECT file_id, target_name FROM edges WHERE kind = 'import'")}
             return edges, symbols, imported
@@ -768,6 +770,15 @@ class SqliteStore:
             (files,),
         )}
         return edges, symbols, imported
+
+    def _edge_pages(self, edge_sql: str) -> Iterator[EdgeRow]:
+        after, page = 0, EDGE_PAGE
+        while True:
+            rows = [EdgeRow(*r) for r in self._db.execute(f"{edge_sql} AND e.id > ? ORDER BY e.id LIMIT ?", (after, page))]
+            yield from rows
+            if len(rows) < page:
+                return
+            after = rows[-1].id
 
     def edge_sites(self, paths: Sequence[str] | None = None) -> list[EdgeSite]:
         sql = "SELECT e.id, f.path, e.line, e.target_name, e.kind FROM edges e JOIN files f ON f.id = e.file_id"
