@@ -244,3 +244,36 @@ def test_vectors_held_in_memory_answer_as_the_stores_search_through_edits_delete
     _agree(index)
     vector, scope = index.embedder().embed_query("payment"), Filters(scopes=("src/shop",))
     assert _reader(index).vector_search(vector, 5, scope) == index.store.vector_search(vector, 5, scope)  # the store's
+
+
+def _agree_roughly(index) -> None:  # noqa: ANN001
+    """Quantized vectors: about the store's nearest texts, at about its similarities."""
+    for query in ("charge a credit card", "cart total price", "route handler", "user login"):
+        vector = index.embedder().embed_query(query)
+        held = dict(_reader(index).vector_search(vector, 12, Filters()))
+        stored = dict(index.store.vector_search(vector, 12, Filters()))
+        assert len(held) == len(stored) and len(held.keys() & stored.keys()) >= min(10, len(stored)), query
+        assert all(abs(held[c] - stored[c]) < 0.02 for c in held.keys() & stored.keys()), query
+
+
+def test_vectors_past_the_exact_limit_are_held_quantized_through_edits_and_deletes(
+    sample_repo: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(warm, "EXACT_VECTOR_LIMIT", 0)
+    monkeypatch.setattr(warm, "VECTOR_PAGE", 3)  # read in many pages
+    index = open_sqlite_index(sample_repo, warm=True)
+    index.refresh()
+    _agree_roughly(index)
+    held = _reader(index)._held_vectors
+    assert held is not None and held.quantized is not None and len(held.matrix) == 0
+    assert len(held.ids) == len(held.quantized) == index.store.vector_count()
+    _edit(sample_repo / "src/shop/payment.py", NEW_FUNCTION)
+    index.refresh()
+    _agree_roughly(index)
+    for path in ("src/shop/cart.py", "src/lib.rs", "src/server/router.go", "docs/guide.md"):
+        (sample_repo / path).unlink()
+    index.refresh()
+    _agree_roughly(index)
+    held = _reader(index)._held_vectors
+    assert held is not None and held.quantized is not None and held.alive.all()
+    assert len(held.ids) == len(held.quantized) == index.store.vector_count()

@@ -687,13 +687,19 @@ class SqliteStore:
     def vector_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM embeddings").get)
 
-    def vectors_after(self, after_id: int) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, float32 matrix) of the stored vectors whose id is above `after_id`: what a warm
-        reader adds to the vectors it holds."""
+    def vector_count_after(self, after_id: int) -> int:
+        return int(self._db.execute("SELECT count(*) FROM embeddings WHERE id > ?", (after_id,)).get)
+
+    def vectors_after(self, after_id: int, limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, float32 matrix) of up to `limit` stored vectors whose id is above `after_id`, in
+        id order: what a warm reader adds to the vectors it holds, a page at a time."""
         info = self.model()
         if info is None:
             return np.empty(0, np.int64), np.empty((0, 0), np.float32)
-        rows = self._db.execute("SELECT rowid, embedding FROM vec_chunks WHERE rowid > ?", (after_id,)).fetchall()
+        # paged through the embeddings' key: vec0 itself answers `rowid > ? ORDER BY rowid` by a
+        # scan (1 s a page on the kernel; 0.25 s this way)
+        rows = self._db.execute("""SELECT v.rowid, v.embedding FROM embeddings e JOIN vec_chunks v ON v.rowid = e.id
+                                   WHERE e.id > ? ORDER BY e.id LIMIT ?""", (after_id, limit)).fetchall()
         ids = np.fromiter((cast(int, r[0]) for r in rows), np.int64, len(rows))
         blobs = b"".join(cast(bytes, r[1]) for r in rows)
         return ids, np.frombuffer(blobs, np.float32).reshape(len(rows), info.dim)
