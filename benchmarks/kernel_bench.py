@@ -176,6 +176,7 @@ def graph_spec(index, name: str) -> str:  # noqa: ANN001 — an open Index
 
 def warm(tree: Path, db: Path, rounds: int) -> dict[str, object]:
     from codewhere.api import Index
+    from codewhere.types import Filters
 
     index = Index.open(tree, db, warm=True, create=False)
     started = time.monotonic()
@@ -203,9 +204,23 @@ def warm(tree: Path, db: Path, rounds: int) -> dict[str, object]:
             started = time.perf_counter()
             index.impact(spec, depth=3)
             graph["impact"].append(time.perf_counter() - started)
+    memory_mb = psutil.Process().memory_info().rss / 2**20
+    kept = []
+    for question in QUESTIONS:  # the vectors held (quantized past 200k) against the store's exact scan
+        vector = index.embedder().embed_query(question)
+        exact = {cid for cid, _ in index.store.vector_search(vector, 100, Filters())}
+        held = {cid for cid, _ in index.reader.vector_search(vector, 100, Filters())}
+        kept.append(len(exact & held) / max(1, len(exact)))
     index.close()
+    exact_index = Index.open(tree, db, warm=False, create=False)
+    same_top3 = sum(
+        [f"{h.path}:{h.start_line}-{h.end_line}" for h in exact_index.search(q, k=10)][:3] == answers[q] for q in QUESTIONS)
+    exact_index.close()
     return {
         "first_search_s": round(first, 2),
+        "reader_rss_mb": round(memory_mb),
+        "vector_top100_kept": round(statistics.mean(kept), 3),
+        "same_top3_as_exact": f"{same_top3} of {len(QUESTIONS)}",
         "held_in_memory": holds,
         "hybrid_p50_ms": round(statistics.median(times) * 1000, 2),
         "callers_p50_ms": round(statistics.median(graph["callers"]) * 1000, 3),

@@ -39,6 +39,10 @@ INCREMENTAL_FILES = 2_000
 BATCH_CHUNKS = 2_000
 # meta key: the model whose vectors every chunk has; emptied in the transaction that writes chunks
 VECTORS_COMPLETE = "vectors_complete"
+# A run without the model (a keyword search) that changed few files leaves VECTORS_COMPLETE as
+# it was and records here the first chunk it wrote: only chunks from there on lack a vector, so
+# the next run with the model embeds those instead of looking through every chunk.
+VECTORS_PENDING = "vectors_pending_from"
 # meta key: "1" once every edge is resolved against the files as committed; emptied likewise, so
 # a run killed between its last write and the resolution has it done by the next
 EDGES_RESOLVED = "edges_resolved"
@@ -107,8 +111,9 @@ class _SkipWrite(NamedTuple):
 class _Batch:
     """Collects file writes and commits them together."""
 
-    def __init__(self, store: IndexWriter) -> None:
+    def __init__(self, store: IndexWriter, text_only: bool) -> None:
         self.store = store
+        self.text_only = text_only  # no model this run: its chunks get no vector
         self.writes: list[_FileWrite | _SkipWrite] = []
         self.stat_updates: list[FileRecord] = []
         self.chunk_count = 0
@@ -134,9 +139,12 @@ class _Batch:
         with self.store.transaction():
             changed = [w.record.path for w in self.writes] + list(deletes or ())
             small = self.small()
+            replaced: set[str] = set()
             if small:
                 old_symbols = self.store.symbols_in(changed)
-                self.old_hashes |= self.store.content_hashes_in(changed)
+                replaced = self.store.content_hashes_in(changed)
+                self.old_hashes |= replaced
+            first_written: int | None = None
             self.touched_paths += changed
             for write in self.writes:
                 if isinstance(write, _SkipWrite):
@@ -151,6 +159,7 @@ class _Batch:
                     self.store.add_vectors([c.content_hash for c in chunks if c.embed], vectors)
                 if ids:
                     self.first_chunk_id = min(ids[0], self.first_chunk_id or ids[0])
+                    first_written = min(ids[0], first_written or ids[0])
             for record in self.stat_updates:
                 self.store.update_file_stat(record.path, record.size, record.mtime_ns)
             if deletes:
@@ -159,7 +168,11 @@ class _Batch:
                 names, moves = carried_over(old_symbols, self.store.symbols_in(changed))
                 self.touched_names |= names
                 self.store.move_edge_targets(moves)
-            if self.writes or deletes:
+            if (self.writes or deletes) and self.text_only and small:
+                self.store.delete_orphan_vectors(sorted(replaced))
+                pending = [int(p) for p in (self.store.meta().get(VECTORS_PENDING), first_written) if p]
+                self.store.set_meta({VECTORS_PENDING: str(min(pending)) if pending else "", EDGES_RESOLVED: ""})
+            elif self.writes or deletes:
                 self.store.set_meta({VECTORS_COMPLETE: "", EDGES_RESOLVED: ""})
         phases.info("committed")
         self.writes, self.stat_updates, self.chunk_count = [], [], 0
@@ -195,11 +208,12 @@ def refresh(
     version = chunker_version(chunker)
     before = store.meta()  # read once; only this run writes meta from here on (the caller holds the lock)
     scan_key = _scan_key(options)
+    found: list[str] | None = None
     if quick and paths is None and _settled(root, before, version, scan_key, embedder):
         stamps = TreeStamps.from_meta(before)
         known = store.file_states() if stamps is not None else {}
         found = changed_paths(root, stamps, known) if stamps is not None else None
-        if found == []:
+        if found == [] and not (embedder is not None and before.get(VECTORS_PENDING)):
             _count_unchanged(report, known)
             report.seconds = time.perf_counter() - started
             return report
@@ -207,6 +221,10 @@ def refresh(
     if paths is not None and (before.get("chunker_version") != version or before.get("scan_options") != scan_key
                               or any(_changes_rules(path) for path in paths)):
         paths = None
+    if quick and paths is not None and found is not None:
+        # the quick check vouches for every file outside what it found: they count as unchanged
+        vouched = set(found)
+        _count_unchanged(report, {path: state for path, state in known.items() if not _under(path, vouched)})
     if paths is not None:
         with store.transaction():
             _file_pass(root, store, report, progress, chunker, options, before, embedder, paths, shared, workers)
@@ -230,6 +248,12 @@ def _count_unchanged(report: IndexReport, known: dict[str, FileState]) -> None:
         else:
             report.files_kept += 1
             report.files_unchanged += 1
+
+
+def _under(path: str, found: set[str]) -> bool:
+    """The path is one of `found`, or lies in a folder of it."""
+    parts = path.split("/")
+    return any("/".join(parts[:n]) in found for n in range(1, len(parts) + 1))
 
 
 def _scan_key(options: ScanOptions) -> str:
@@ -260,7 +284,7 @@ def _file_pass(
         with store.transaction():
             store.set_meta({"scan_options": scan_key})
     seen: set[str] = set()
-    batch = _Batch(store)
+    batch = _Batch(store, text_only=embedder is None)
     records: list[FileRecord] = []  # the scan first, so the file pass has a total to show
     walked = TreeStamps()
     for item in scan(root, options, walked) if paths is None else scan_paths(root, paths, options, walked):
@@ -313,7 +337,8 @@ def _file_pass(
     # Looking for chunks without a vector reads every chunk (50 ms on Django): skipped when nothing
     # was written since a run that left every chunk with a vector of this model. Here the key is
     # never that model's id (a change emptied it), so it is written after the vectors.
-    if embedder is not None and (report.changed or meta.get(VECTORS_COMPLETE) != embedder.info.id):
+    pending = int(meta.get(VECTORS_PENDING) or 0) or None
+    if embedder is not None and (report.changed or pending or meta.get(VECTORS_COMPLETE) != embedder.info.id):
         truncating = embedder if isinstance(embedder, TruncatingEmbedder) else None
         truncated_before = truncating.documents_truncated if truncating else 0
         # every chunk had a vector and none was orphaned as the run began (the key is written
@@ -322,7 +347,8 @@ def _file_pass(
         after: int | None = 0
         orphans: set[str] | None = None
         if before.get(VECTORS_COMPLETE) == embedder.info.id and batch.small():
-            after = batch.first_chunk_id - 1 if batch.first_chunk_id is not None else None
+            starts = [first for first in (batch.first_chunk_id, pending) if first is not None]
+            after = min(starts) - 1 if starts else None
             orphans = batch.old_hashes
         if after is not None:
             written, report.vectors_reused = fill_vectors(store, embedder, progress, after, orphans, shared)
@@ -334,7 +360,7 @@ def _file_pass(
             report.texts_truncated = truncating.documents_truncated - truncated_before
             report.truncated_at = truncating.max_seq_length
         with store.transaction():
-            store.set_meta({VECTORS_COMPLETE: embedder.info.id})
+            store.set_meta({VECTORS_COMPLETE: embedder.info.id, VECTORS_PENDING: ""})
 
 
 def _record_stamps(store: IndexWriter, before: dict[str, str], walked: TreeStamps, paths: Sequence[str] | None) -> None:
