@@ -54,7 +54,8 @@ def test_default_model_builds_offline_in_model2vec_format_and_is_reused(tmp_path
     assert shipped is not None and shipped != folder
     found = distill.compare_models(folder, shipped)
     assert found.same_model, found
-    assert np.allclose(load_folder(shipped, "default").embed_documents(texts), ours.embed_documents(texts), atol=1e-6)
+    # float32 sums in the build differ in the sixth decimal from one CPU to another (3.7e-6 seen)
+    assert np.allclose(load_folder(shipped, "default").embed_documents(texts), ours.embed_documents(texts), atol=2e-5)
 
 
 def test_default_model_is_shipped_and_loads_without_a_build_or_the_weights(tmp_path: Path, monkeypatch) -> None:
