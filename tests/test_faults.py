@@ -469,7 +469,9 @@ def test_an_indexer_a_second_rebuild_and_four_searchers_lose_nothing(big_indexed
 # ---- kill -9 at every phase (the small form of benchmarks/crash_bench.py) ------------------------
 
 
-def test_kill_nine_after_every_indexing_phase_loses_nothing(tmp_path: Path) -> None:
+def test_kill_nine_after_every_indexing_phase_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # one process, so a "vectors" phase exists: with workers the static model embeds in them
+    monkeypatch.setenv("CODEWHERE_WORKERS", "1")
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("crash_bench", Path(__file__).parent.parent / "benchmarks" / "crash_bench.py")

@@ -106,7 +106,9 @@ def test_the_cli_and_the_mcp_tools_answer_in_one_shape(tmp_path: Path, cli) -> N
     assert answers["callers"] == callers_cli
 
 
-def test_first_index_reports_progress(tmp_path: Path) -> None:
+def test_first_index_reports_progress(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # one process, so a "vectors" phase exists: with workers the static model embeds in them
+    monkeypatch.setenv("CODEWHERE_WORKERS", "1")
     root = write_tree(tmp_path / "big", {f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(450)})
     seen: list[tuple[float, float | None, str | None]] = []
 

@@ -309,7 +309,7 @@ def _file_pass(
             continue
         jobs.append(Job(item, state.hash if state else None))
     unchanged = len(records) - len(jobs)
-    if progress and jobs:
+    if progress and jobs and unchanged:
         progress(Step("files", unchanged, len(records)))
     outcomes = read_files(root, jobs, chunker, options.include_minified, workers, embedder)
     for n, (job, outcome) in enumerate(outcomes, start=1):
