@@ -38,4 +38,4 @@ def test_dead_rows_and_zero_vectors_are_never_answers() -> None:
     rows, _ = held.nearest(np.array([1, 0, 0], np.float32), 4, np.array([False, True, True, True]))
     assert rows.tolist()[:2] == [2, 3] and 0 not in rows.tolist()
     kept = held.select(np.array([True, False, True, True]))
-    assert len(kept) == 3 and kept.concat(held.select(np.array([False, False, False, True]))).codes.shape == (4, 3)
+    assert len(kept) == 3 and QuantizedVectors.joined([kept, held.select(np.array([False, False, False, True]))]).codes.shape == (4, 3)

@@ -43,11 +43,16 @@ class QuantizedVectors:
     def __len__(self) -> int:
         return len(self.scales)
 
-    def concat(self, other: QuantizedVectors) -> QuantizedVectors:
-        if not len(self):
-            return other
-        return QuantizedVectors(np.concatenate([self.words, other.words], axis=1), np.concatenate([self.codes, other.codes]),
-                                np.concatenate([self.scales, other.scales]), np.concatenate([self.norms, other.norms]))
+    @classmethod
+    def joined(cls, parts: list[QuantizedVectors]) -> QuantizedVectors:
+        """The parts' vectors, in order, copied once."""
+        parts = [p for p in parts if len(p)]
+        if len(parts) == 1:
+            return parts[0]
+        if not parts:
+            return cls.of(np.empty((0, 0), np.float32))
+        return cls(np.concatenate([p.words for p in parts], axis=1), np.concatenate([p.codes for p in parts]),
+                   np.concatenate([p.scales for p in parts]), np.concatenate([p.norms for p in parts]))
 
     def select(self, keep: np.ndarray) -> QuantizedVectors:
         return QuantizedVectors(np.ascontiguousarray(self.words[:, keep]), self.codes[keep], self.scales[keep], self.norms[keep])

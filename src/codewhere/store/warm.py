@@ -90,20 +90,29 @@ class WarmVectors:
         last = int(self.ids.max()) if len(self.ids) else 0
         quantize = self.quantized is not None or len(self.ids) + store.vector_count_after(last) > EXACT_VECTOR_LIMIT
         base = self if quantize == (self.quantized is not None) else WarmVectors(self.made, quantize)
-        new = WarmVectors(self.made, quantize)
-        new.ids, new.matrix, new.norms, new.quantized = base.ids, base.matrix, base.norms, base.quantized
         last = int(base.ids.max()) if len(base.ids) else 0
+        ids_read: list[np.ndarray] = [base.ids]
+        pages: list[np.ndarray] = []
+        parts: list[QuantizedVectors] = [base.quantized] if base.quantized is not None else []
         while True:
             ids, matrix = store.vectors_after(last, VECTOR_PAGE)
             if not len(ids):
                 break
-            new.ids = np.concatenate([new.ids, ids])
-            if new.quantized is not None:
-                new.quantized = new.quantized.concat(QuantizedVectors.of(matrix))
+            ids_read.append(ids)
+            if quantize:
+                parts.append(QuantizedVectors.of(matrix))
             else:
-                new.matrix = np.concatenate([new.matrix, matrix]) if len(new.matrix) else matrix.copy()
-                new.norms = np.concatenate([new.norms, np.linalg.norm(matrix, axis=1).astype(np.float32)])
+                pages.append(matrix)
             last = int(ids[-1])
+        new = WarmVectors(self.made, quantize)
+        new.ids = np.concatenate(ids_read)  # each part joined once: page by page would copy all of it each time
+        if quantize:
+            new.quantized = QuantizedVectors.joined(parts)
+        elif pages:
+            new.matrix = np.concatenate([base.matrix, *pages]) if len(base.matrix) else np.concatenate(pages)
+            new.norms = np.concatenate([base.norms, *(np.linalg.norm(m, axis=1).astype(np.float32) for m in pages)])
+        else:
+            new.matrix, new.norms = base.matrix, base.norms
         new.alive = np.isin(new.ids, store.vector_ids())
         if len(new.ids) and new.alive.sum() < 0.75 * len(new.ids):
             new.ids = new.ids[new.alive]
