@@ -58,7 +58,7 @@ def test_workers_give_the_outcomes_of_one_process_in_the_same_order(tmp_path: Pa
     root = many_files(tmp_path / "repo")
     jobs = jobs_of(root)
     alone = list(read_files(root, jobs, "symbols", False, workers=1))
-    monkeypatch.setattr(reading, "POOL_MIN_FILES", 1)
+    monkeypatch.setattr(reading, "POOL_MIN_BYTES", 0)
     monkeypatch.setattr(reading, "FILES_PER_TASK", 3)
     pooled = list(read_files(root, jobs, "symbols", False, workers=2))
     assert [job.record.path for job, _ in pooled] == [job.record.path for job in jobs]
@@ -70,7 +70,7 @@ def test_an_index_built_by_two_workers_equals_one_built_by_one(tmp_path: Path, m
     """Chunks, symbols, edges and every vector to the bit; the workers embed with the static
     model and keep no embedding text, since nothing reads it again."""
     root = many_files(tmp_path / "repo")
-    monkeypatch.setattr(reading, "POOL_MIN_FILES", 1)
+    monkeypatch.setattr(reading, "POOL_MIN_BYTES", 0)
     monkeypatch.setenv("CODEWHERE_SHARED_VECTORS", "0")
     tables, vectors, related = {}, {}, {}
     for workers in (1, 2):
@@ -104,7 +104,7 @@ def test_an_index_built_by_two_workers_equals_one_built_by_one(tmp_path: Path, m
 def test_a_worker_killed_mid_run_costs_a_warning_and_no_file(tmp_path: Path, monkeypatch, caplog) -> None:
     root = many_files(tmp_path / "repo", n=120)
     jobs = jobs_of(root)
-    monkeypatch.setattr(reading, "POOL_MIN_FILES", 1)
+    monkeypatch.setattr(reading, "POOL_MIN_BYTES", 0)
     monkeypatch.setattr(reading, "FILES_PER_TASK", 2)
     monkeypatch.setattr(reading, "TASKS_IN_FLIGHT", 1)
     outcomes = read_files(root, jobs, "symbols", False, workers=2)
@@ -128,7 +128,7 @@ def test_workers_of_a_killed_indexer_exit(tmp_path: Path) -> None:
         from codewhere.types import FileRecord
         root = Path({str(root)!r})
         jobs = [Job(i, None) for i in scan(root, ScanOptions()) if isinstance(i, FileRecord)]
-        reading.POOL_MIN_FILES = 1
+        reading.POOL_MIN_BYTES = 0
         outcomes = read_files(root, jobs, "symbols", False, workers=2)
         next(outcomes)
         print(" ".join(str(c.pid) for c in psutil.Process().children(recursive=True)), flush=True)

@@ -25,6 +25,10 @@ def snippet(text: str, start_line: int, terms: tuple[str, ...], lines: int = 3) 
     for i, line in enumerate(body):
         if not may_match(folded[i], 0, SCORED_LINE_CHARS):
             continue
+        # the terms found in the folded line bound the score: skip tokenising a line that cannot win
+        scored = folded[i][:SCORED_LINE_CHARS]
+        if sum(term in scored for term in wanted) <= best_score:
+            continue
         score = len(wanted & set(index_tokens(line[:SCORED_LINE_CHARS]).split()))
         if score > best_score:
             best, best_score = i, score
