@@ -567,40 +567,53 @@ class SqliteStore:
         """
         file_id = self._upsert_file(record, digest, None)
         self._delete_chunks_of(file_id)
-        ids: list[int] = []
-        for chunk, (path_tokens, body_tokens) in zip(chunks, fts_rows, strict=True):
-            chunk_id = self._db.execute(
-                """INSERT INTO chunks(file_id, start_line, end_line, content_hash, text, embed_text, mentions,
-                                      unit_start, unit_end, unit_name)
-                   VALUES(?,?,?,?,?,?,?,?,?,?) RETURNING id""",
-                (file_id, chunk.start_line, chunk.end_line, chunk.content_hash, chunk.text,
-                 chunk.embed_text if chunk.embed else None, " ".join(chunk.mentions) or None, *unit_columns(chunk.unit)),
-            ).get
-            self._db.execute(
-                "INSERT INTO chunks_fts(rowid, path, body) VALUES(?, ?, ?)", (chunk_id, path_tokens, body_tokens)
-            )
-            if chunk.defines:
-                self._db.executemany(
-                    "INSERT INTO definitions(chunk_id, name, spelled) VALUES(?, ?, ?)",
-                    [(chunk_id, key, spelled) for key, spelled in definition_rows(chunk.defines)],
-                )
-            ids.append(chunk_id)
+        # ids given here (what SQLite would pick: one past the largest) so that each table takes
+        # all of a file's rows in one executemany instead of a statement per row
+        ids = self._next_ids("chunks", len(chunks))
+        self._db.executemany(
+            """INSERT INTO chunks(id, file_id, start_line, end_line, content_hash, text, embed_text, mentions,
+                                  unit_start, unit_end, unit_name)
+               VALUES(?,?,?,?,?,?,?,?,?,?,?)""",
+            [(chunk_id, file_id, chunk.start_line, chunk.end_line, chunk.content_hash, chunk.text,
+              chunk.embed_text if chunk.embed else None, " ".join(chunk.mentions) or None, *unit_columns(chunk.unit))
+             for chunk_id, chunk in zip(ids, chunks, strict=True)],
+        )
+        self._db.executemany(
+            "INSERT INTO chunks_fts(rowid, path, body) VALUES(?, ?, ?)",
+            [(chunk_id, path_tokens, body_tokens) for chunk_id, (path_tokens, body_tokens) in zip(ids, fts_rows, strict=True)],
+        )
+        self._db.executemany(
+            "INSERT INTO definitions(chunk_id, name, spelled) VALUES(?, ?, ?)",
+            [(chunk_id, key, spelled) for chunk_id, chunk in zip(ids, chunks, strict=True)
+             for key, spelled in definition_rows(chunk.defines)],
+        )
         chunk_of = smallest_chunk_by_line([(cid, c.start_line, c.end_line) for cid, c in zip(ids, chunks, strict=True)])
+        symbol_rows = self._next_ids("symbols", len(symbols))
         symbol_ids: dict[str, int] = {}
-        for symbol, fts in zip(symbols, symbol_fts_rows, strict=True):
-            symbol_id = self._db.execute(
-                """INSERT INTO symbols(file_id, name, qualified_name, kind, start_line, end_line, signature, doc,
-                   decorators, parent, chunk_id) VALUES(?,?,?,?,?,?,?,?,?,?,?) RETURNING id""",
-                (file_id, symbol.name, symbol.qualified_name, symbol.kind, symbol.start_line, symbol.end_line,
-                 symbol.signature, symbol.doc, "\n".join(symbol.decorators), symbol.parent, chunk_of.get(symbol.start_line)),
-            ).get
+        for symbol_id, symbol in zip(symbol_rows, symbols, strict=True):
             symbol_ids.setdefault(symbol.qualified_name, symbol_id)
-            self._db.execute("INSERT INTO symbols_fts(rowid, name, split, qualified) VALUES(?,?,?,?)", (symbol_id, *fts))
+        self._db.executemany(
+            """INSERT INTO symbols(id, file_id, name, qualified_name, kind, start_line, end_line, signature, doc,
+               decorators, parent, chunk_id) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)""",
+            [(symbol_id, file_id, symbol.name, symbol.qualified_name, symbol.kind, symbol.start_line, symbol.end_line,
+              symbol.signature, symbol.doc, "\n".join(symbol.decorators), symbol.parent, chunk_of.get(symbol.start_line))
+             for symbol_id, symbol in zip(symbol_rows, symbols, strict=True)],
+        )
+        self._db.executemany(
+            "INSERT INTO symbols_fts(rowid, name, split, qualified) VALUES(?,?,?,?)",
+            [(symbol_id, *fts) for symbol_id, fts in zip(symbol_rows, symbol_fts_rows, strict=True)],
+        )
         self._db.executemany(
             "INSERT INTO edges(file_id, kind, source_id, target_name, line, chunk_id) VALUES(?,?,?,?,?,?)",
             [(file_id, e.kind.value, symbol_ids.get(e.source), e.target, e.line, chunk_of.get(e.line)) for e in edges],
         )
         return ids
+
+    def _next_ids(self, table: str, n: int) -> list[int]:
+        """`n` row ids for new rows of `table` (one of ours, INTEGER PRIMARY KEY without
+        AUTOINCREMENT): those SQLite would give, one past the largest; the caller holds the write."""
+        first = int(self._db.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {table}").get)  # noqa: S608 — our table names
+        return list(range(first, first + n))
 
     def record_skipped_file(self, record: FileRecord, reason: SkipReason) -> None:
         """Remember a file whose content can't be indexed, so refresh won't re-read it unchanged."""
@@ -657,17 +670,21 @@ class SqliteStore:
         return int(row[0]) if row else 0
 
     def add_vectors(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
-        """Store each text's vector; a text that has one keeps it."""
-        for content_hash, vector in zip(hashes, vectors, strict=True):
-            row_id = self._db.execute(
-                "INSERT INTO embeddings(content_hash) VALUES(?) ON CONFLICT(content_hash) DO NOTHING RETURNING id",
-                (content_hash,),
-            ).get
-            if row_id is None:
-                continue
-            self._db.execute(
-                "INSERT INTO vec_chunks(rowid, embedding) VALUES(?, ?)", (row_id, np.asarray(vector, np.float32).tobytes())
-            )
+        """Store each text's vector; a text that has one keeps it (within `hashes`, the first)."""
+        known = {h for (h,) in self._db.execute(
+            "SELECT content_hash FROM embeddings WHERE content_hash IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(hashes)),),
+        )}
+        first: dict[str, int] = {}
+        for position, content_hash in enumerate(hashes):
+            if content_hash not in known:
+                first.setdefault(content_hash, position)
+        ids = self._next_ids("embeddings", len(first))
+        self._db.executemany("INSERT INTO embeddings(id, content_hash) VALUES(?, ?)", zip(ids, first, strict=True))
+        self._db.executemany(
+            "INSERT INTO vec_chunks(rowid, embedding) VALUES(?, ?)",
+            [(row_id, np.asarray(vectors[position], np.float32).tobytes()) for row_id, position in zip(ids, first.values(), strict=True)],
+        )
 
     def delete_orphan_vectors(self, among: Sequence[str] | None = None) -> int:
         """Drop vectors no chunk uses any more (after edits and deletions); only those of the
