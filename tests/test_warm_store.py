@@ -126,6 +126,32 @@ def test_an_edit_after_the_chunks_were_kept_is_searched(sample_repo: Path, open_
     assert not gone
 
 
+def test_definitions_in_memory_answer_as_the_store_through_edits(sample_repo: Path, open_index) -> None:
+    index = open_index(sample_repo, embedder=FakeEmbedder(), warm=True)
+    index.refresh()
+    store, reader = index.store, _reader(index)
+
+    def compare() -> None:
+        assert reader.chunks() is not None  # answered from memory, not passed through to the store
+        names = sorted({n for row in _read_afresh(index).values() for n in row.defines} | {"nosuchname"})
+        spelled = sorted({s for row in _read_afresh(index).values() for s in row.spelled})
+        assert names[:-1], "the sample defines names"
+        for filters in (Filters(), Filters(exclude_kinds=(FileKind.TEST,)), Filters(repos=(store.repo,))):
+            assert reader.chunks_defining_names(names, filters) == store.chunks_defining_names(names, filters)
+            for written in spelled:  # a capitalised name finds only its exact spelling
+                assert (reader.chunks_defining_names(names, filters, [written])
+                        == store.chunks_defining_names(names, filters, [written]))
+
+    compare()
+    _edit(sample_repo / "src/shop/payment.py", NEW_FUNCTION + "class Label:\n    pass\n")
+    (sample_repo / "src/lib.rs").unlink()
+    (sample_repo / "src/shop/labels.py").write_text("def label():\n    return 'label'\n", encoding="utf-8")
+    index.refresh()
+    compare()
+    assert reader.chunks_defining_names(["label"], Filters(), ["Label"]) == store.chunks_defining_names(
+        ["label"], Filters(), ["Label"]) != reader.chunks_defining_names(["label"], Filters())
+
+
 def test_a_commit_by_another_process_is_seen(sample_repo: Path, open_index, tmp_path: Path) -> None:
     index_file = tmp_path / "shared.sqlite"  # the postgres run shares its database instead
     reader = open_index(sample_repo, index_path=index_file, embedder=FakeEmbedder(), warm=True)

@@ -26,12 +26,13 @@ def snippet(text: str, start_line: int, terms: tuple[str, ...], lines: int = 3) 
         if not may_match(folded[i], 0, SCORED_LINE_CHARS):
             continue
         # the terms found in the folded line bound the score: skip tokenising a line that cannot win
-        scored = folded[i][:SCORED_LINE_CHARS]
-        if sum(term in scored for term in wanted) <= best_score:
+        if sum(map(folded[i][:SCORED_LINE_CHARS].__contains__, wanted)) <= best_score:
             continue
         score = len(wanted & set(index_tokens(line[:SCORED_LINE_CHARS]).split()))
         if score > best_score:
             best, best_score = i, score
+            if score == len(wanted):  # no line can do better
+                break
     shown = [line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "…" for line in body[best : best + lines]]
     return start_line + best, "\n".join(shown)
 

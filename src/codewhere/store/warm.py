@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from codewhere.store.base import ChunkAt, VectorSource, WarmStore
+from codewhere.store.base import ChunkAt, VectorSource, WarmStore, spelled_keys
 from codewhere.store.quantized import QuantizedVectors
 from codewhere.store.warm_keywords import WarmKeywords
 from codewhere.store.warm_keywords import build as build_keywords
@@ -47,20 +47,52 @@ class WarmChunks:
     chunk_ids: dict[int, list[int]] = field(default_factory=dict)  # file id → its chunks
     rows: dict[int, ChunkRow] = field(default_factory=dict)
     text_bytes: int = 0
+    # compound name → (chunk id, name as written) of each chunk defining it, in no order; a list
+    # is copied before this instance first changes it (`_owned`), since the last state shares it
+    definers: dict[str, list[tuple[int, str]]] = field(default_factory=dict)
+    _owned: set[str] = field(default_factory=set)
 
     def copy(self) -> WarmChunks:
         """A copy to update while searches in other threads read this one (lists are replaced, not changed)."""
-        return WarmChunks(self.chunker, dict(self.files), dict(self.chunk_ids), dict(self.rows), self.text_bytes)
+        return WarmChunks(self.chunker, dict(self.files), dict(self.chunk_ids), dict(self.rows), self.text_bytes,
+                          dict(self.definers))
 
     def forget_file(self, file_id: int) -> None:
         del self.files[file_id]
         for cid in self.chunk_ids.pop(file_id):
-            self.text_bytes -= len(self.rows.pop(cid).text)
+            row = self.rows.pop(cid)
+            self.text_bytes -= len(row.text)
+            for name in dict.fromkeys(row.defines):
+                kept = [pair for pair in self._definers_of(name) if pair[0] != cid]
+                if kept:
+                    self.definers[name] = kept
+                else:
+                    del self.definers[name]
+                    self._owned.discard(name)
 
     def add(self, file_id: int, row: ChunkRow) -> None:
         self.rows[row.chunk_id] = row
         self.chunk_ids.setdefault(file_id, []).append(row.chunk_id)
         self.text_bytes += len(row.text)
+        for name, spelled in zip(row.defines, row.spelled, strict=True):
+            self._definers_of(name).append((row.chunk_id, spelled))
+
+    def _definers_of(self, name: str) -> list[tuple[int, str]]:
+        if name not in self._owned:
+            self.definers[name] = list(self.definers.get(name, ()))
+            self._owned.add(name)
+        return self.definers[name]
+
+    def defining(self, names: Sequence[str], spelled: Sequence[str], passes: Callable[[ChunkRow], bool]) -> dict[str, list[int]]:
+        """As the store's `chunks_defining_names`: each name's defining chunks that `passes`, by id."""
+        keys, as_written = set(spelled_keys(names, spelled)), set(spelled)
+        out: dict[str, list[int]] = {}
+        for name in dict.fromkeys(names):
+            ids = {cid for cid, written in self.definers.get(name, ())
+                   if (name not in keys or written in as_written) and passes(self.rows[cid])}
+            if ids:
+                out[name] = sorted(ids)
+        return out
 
     def too_big(self) -> bool:
         return self.text_bytes > WARM_TEXT_LIMIT or len(self.rows) > WARM_CHUNK_LIMIT
@@ -186,7 +218,11 @@ class WarmReader:
         return vectors.search(query, limit, self.store)  # type: ignore[arg-type]
 
     def chunks_defining_names(self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()) -> dict[str, list[int]]:
-        return self.store.chunks_defining_names(names, filters, spelled)
+        warm = self._for(filters) if names else None
+        if warm is None:
+            return self.store.chunks_defining_names(names, filters, spelled)
+        excluded, repos = filters.exclude_kinds, filters.repos if self.shared else ()
+        return warm.defining(names, spelled, lambda row: row.kind not in excluded and (not repos or row.repo in repos))
 
     def chunk_at(self, path: str, line: int) -> ChunkAt | None:
         return self.store.chunk_at(path, line)
