@@ -59,16 +59,25 @@ class WarmChunks:
 
     def forget_file(self, file_id: int) -> None:
         del self.files[file_id]
+        gone: dict[str, set[int]] = {}  # each name's list filtered once, however many chunks defined it
         for cid in self.chunk_ids.pop(file_id):
             row = self.rows.pop(cid)
             self.text_bytes -= len(row.text)
-            for name in dict.fromkeys(row.defines):
-                kept = [pair for pair in self._definers_of(name) if pair[0] != cid]
-                if kept:
-                    self.definers[name] = kept
-                else:
-                    del self.definers[name]
-                    self._owned.discard(name)
+            for name in row.defines:
+                gone.setdefault(name, set()).add(cid)
+        for name, ids in gone.items():
+            kept = [pair for pair in self.definers.get(name, ()) if pair[0] not in ids]
+            if kept:
+                self.definers[name] = kept
+                self._owned.add(name)  # a new list: this instance's own
+            else:
+                self.definers.pop(name, None)
+                self._owned.discard(name)
+
+    def forget_all(self) -> None:
+        """Nothing held (a new chunker or a rebuild): cheaper than forgetting file by file."""
+        self.files, self.chunk_ids, self.rows, self.text_bytes = {}, {}, {}, 0
+        self.definers, self._owned = {}, set()
 
     def add(self, file_id: int, row: ChunkRow) -> None:
         self.rows[row.chunk_id] = row
@@ -319,8 +328,7 @@ class WarmReader:
             # a new chunker re-chunks every file, a rebuild makes a new index: perhaps into the same ids
             chunker = f"{meta.get('chunker_version')}@{meta.get('created_at')}"
             if chunker != warm.chunker:
-                for file_id in list(warm.files):
-                    warm.forget_file(file_id)
+                warm.forget_all()
                 warm.chunker = chunker
             files = store.file_chunk_ranges()
             for file_id in [f for f, held in warm.files.items() if files.get(f) != held]:
