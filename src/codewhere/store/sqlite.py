@@ -73,6 +73,7 @@ EDGE_PAGE = 50_000  # edges read at a time by a whole re-resolution
 APPLICATION_ID = 0x63776872  # "cwhr": marks a SQLite file as a codewhere index
 SCHEMA_VERSION = "7"
 BUSY_TIMEOUT_MS = 10_000
+WRITER_CACHE_KIB = 65_536  # page cache of a connection that writes (SQLite: negative cache_size = KiB)
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(
@@ -181,6 +182,10 @@ def _configure(db: apsw.Connection) -> None:
             time.sleep(0.01)
     db.execute("PRAGMA synchronous=NORMAL")
     db.execute("PRAGMA foreign_keys=ON")
+    # a writer's transactions span thousands of files: with SQLite's default 2 MB of pages they
+    # spill to the log mid-transaction (Django cold, two workers: writer SQL 10.7 -> 5.7 s, process
+    # CPU -6 %, sys 4.1 -> 1.5 s; wall time within the noise)
+    db.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
 
 
 def _identity(db: apsw.Connection) -> tuple[int, int]:
