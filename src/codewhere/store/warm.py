@@ -1,5 +1,5 @@
-"""A search reader that keeps every chunk's row, its vectors and its keyword postings in memory,
-over either store.
+"""A search reader that keeps every chunk's row (with the names it defines, for name lookups),
+its vectors and its keyword postings in memory, over either store.
 
 A long-lived process (the MCP server, an eval, a benchmark, a Python program that searches many
 times) asks for one with `Index.open(..., warm=True)`; a one-shot `codewhere search` never pays
