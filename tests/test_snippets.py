@@ -41,3 +41,26 @@ def test_snippet_lines_stay_aligned_when_lowercasing_changes_length() -> None:
 
 def terms(query: str) -> tuple[str, ...]:
     return parse_query(query).terms
+
+
+def _plain_best_line(text: str, wanted: tuple[str, ...]) -> int:
+    """The definition the fast path must agree with: tokenise every line, first of the best."""
+    from codewhere.search.snippets import SCORED_LINE_CHARS
+    from codewhere.tokens import index_tokens
+
+    scores = [len(set(wanted) & set(index_tokens(line[:SCORED_LINE_CHARS]).split())) for line in text.splitlines()]
+    return scores.index(max(scores)) if scores and max(scores) > 0 else 0
+
+
+def test_snippet_picks_the_line_a_plain_scan_picks() -> None:
+    import random
+
+    rng = random.Random(7)
+    words = ["fetch", "url", "raise_for_status", "Response", "status", "raise", "get_json", "İstanbul", "x" * 2100,
+             "http-adapter", "HTTPAdapter", "ß", "#", "session.get", "\u2028", "\r\n", "response_json"]
+    questions = ["raise for status", "response json", "http adapter session", "fetch url status raise", "istanbul x"]
+    for _ in range(400):
+        text = "\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(1, 12)))
+        for question in questions:
+            wanted = terms(question)
+            assert snippet(text, 1, wanted)[0] - 1 == _plain_best_line(text, wanted), (text, question)
