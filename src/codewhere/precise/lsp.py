@@ -29,6 +29,11 @@ log = logging.getLogger(__name__)
 
 REQUEST_SECONDS = 20.0  # one definition request (a server's first answers wait for its analysis)
 START_SECONDS = 60.0  # starting and initializing a server
+# clangd answers a definition across files from the files it has parsed: asked before it parsed
+# the file holding the definition, it answers with the declaration in a header (seen under load).
+# It publishes each opened file's diagnostics once parsed, so these servers' questions wait for
+# every opened file's diagnostics (at most one request's time; then they are asked anyway)
+WAITS_FOR_ANALYSIS = frozenset({"clangd"})
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,16 @@ async def _ask(
 
     logging.getLogger("pygls").setLevel(logging.ERROR)  # servers' log notifications are not ours to show
     client = LanguageClient("codewhere", "1")
+    analysed: set[Path] = set()
+    awaited: set[Path] = set()
+    all_analysed = asyncio.Event()
+
+    @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def diagnosed(*args: object) -> None:  # (client, params) or (params), by pygls version
+        analysed.add(_path_of(str(getattr(args[-1], "uri", ""))))
+        if awaited and awaited <= analysed:
+            all_analysed.set()
+
     # the server's stderr goes nowhere: nobody reads it, and a full pipe would stall the server
     await client.start_io("sh", "-c", 'exec "$0" "$@" 2>/dev/null', *server.command, cwd=str(root),
                           start_new_session=True)  # its own process group: a kill reaches its children too
@@ -159,6 +174,11 @@ async def _ask(
             return text
 
         held = {path: text for path in opened if (text := open_file(path)) is not None}
+        if held and server.name in WAITS_FOR_ANALYSIS:
+            awaited.update(_path_of((root / path).as_uri()) for path in held)
+            if not awaited <= analysed:
+                with contextlib.suppress(TimeoutError):  # fewer answers across files, nothing worse
+                    await asyncio.wait_for(all_analysed.wait(), request_seconds)
         for n, (path, file_sites) in enumerate(sorted(by_file.items()), start=1):
             if on_file:
                 on_file(n, len(by_file), path)
@@ -202,6 +222,13 @@ async def _end(process: asyncio.subprocess.Process | None, wait: float) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         await process.wait()
+
+
+def _path_of(uri: str) -> Path:
+    try:
+        return Path(unquote(urlsplit(uri).path)).resolve()
+    except (OSError, RuntimeError):
+        return Path(unquote(urlsplit(uri).path))
 
 
 def _answer(site: EdgeSite, found: object, root: Path, texts: dict[Path, list[str]]) -> PreciseAnswer | None:
