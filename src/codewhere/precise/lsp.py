@@ -29,11 +29,6 @@ log = logging.getLogger(__name__)
 
 REQUEST_SECONDS = 20.0  # one definition request (a server's first answers wait for its analysis)
 START_SECONDS = 60.0  # starting and initializing a server
-# clangd answers a definition across files from the files it has parsed: asked before it parsed
-# the file holding the definition, it answers with the declaration in a header (seen under load).
-# It publishes each opened file's diagnostics once parsed, so these servers' questions wait for
-# every opened file's diagnostics (at most one request's time; then they are asked anyway)
-WAITS_FOR_ANALYSIS = frozenset({"clangd"})
 
 
 @dataclass(frozen=True)
@@ -46,6 +41,11 @@ class Server:
     # answer across files only for files the client has opened (seen here): every file of their
     # languages is opened before the first question
     open_all: bool = False
+    # clangd answers a definition across files from the files it has parsed: asked before it
+    # parsed the one holding the definition, it answers with a header's declaration (seen under
+    # load). It publishes each opened file's diagnostics once parsed: the questions wait for all
+    # of them (at most one request's time; then they are asked anyway)
+    waits_for_analysis: bool = False
 
     def speaks(self, language_id: str) -> bool:
         return any(lang == language_id for _, lang in self.language_ids)
@@ -58,12 +58,13 @@ _PYTHON = ((".py", "python"), (".pyi", "python"))
 _TYPESCRIPT = ((".tsx", "typescriptreact"), (".ts", "typescript"), (".mts", "typescript"), (".cts", "typescript"),
                (".jsx", "javascriptreact"), (".js", "javascript"), (".mjs", "javascript"), (".cjs", "javascript"))
 _C = ((".c", "c"), (".h", "c"), (".cc", "cpp"), (".cpp", "cpp"), (".cxx", "cpp"), (".hpp", "cpp"), (".hh", "cpp"))
-# (executable, arguments, languages, open every file first), the first found of each language wins
-CANDIDATES: tuple[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], bool], ...] = (
-    ("pyright-langserver", ("--stdio",), _PYTHON, False),
-    ("basedpyright-langserver", ("--stdio",), _PYTHON, False),
-    ("typescript-language-server", ("--stdio",), _TYPESCRIPT, True),
-    ("clangd", ("--log=error",), _C, True),
+# (executable, arguments, languages, open every file first, wait for their analysis), the first
+# found of each language wins
+CANDIDATES: tuple[tuple[str, tuple[str, ...], tuple[tuple[str, str], ...], bool, bool], ...] = (
+    ("pyright-langserver", ("--stdio",), _PYTHON, False, False),
+    ("basedpyright-langserver", ("--stdio",), _PYTHON, False, False),
+    ("typescript-language-server", ("--stdio",), _TYPESCRIPT, True, False),
+    ("clangd", ("--log=error",), _C, True, True),
 )
 
 
@@ -71,14 +72,14 @@ def installed_servers(path: str | None = None) -> list[Server]:
     """The language servers on PATH (or `path`), one per language family."""
     found: list[Server] = []
     taken: set[str] = set()
-    for executable, args, languages, open_all in CANDIDATES:
+    for executable, args, languages, open_all, waits in CANDIDATES:
         family = languages[0][1]
         if family in taken:
             continue
         where = shutil.which(executable, path=path)
         if where:
             taken.add(family)
-            found.append(Server(executable, (where, *args), tuple(s for s, _ in languages), languages, open_all))
+            found.append(Server(executable, (where, *args), tuple(s for s, _ in languages), languages, open_all, waits))
     return found
 
 
@@ -146,7 +147,7 @@ async def _ask(
 
     @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     def diagnosed(*args: object) -> None:  # (client, params) or (params), by pygls version
-        analysed.add(_path_of(str(getattr(args[-1], "uri", ""))))
+        analysed.add(_resolved(str(getattr(args[-1], "uri", ""))))
         if awaited and awaited <= analysed:
             all_analysed.set()
 
@@ -174,8 +175,8 @@ async def _ask(
             return text
 
         held = {path: text for path in opened if (text := open_file(path)) is not None}
-        if held and server.name in WAITS_FOR_ANALYSIS:
-            awaited.update(_path_of((root / path).as_uri()) for path in held)
+        if held and server.waits_for_analysis:
+            awaited.update((root / path).resolve() for path in held)
             if not awaited <= analysed:
                 with contextlib.suppress(TimeoutError):  # fewer answers across files, nothing worse
                     await asyncio.wait_for(all_analysed.wait(), request_seconds)
@@ -224,11 +225,16 @@ async def _end(process: asyncio.subprocess.Process | None, wait: float) -> None:
         await process.wait()
 
 
-def _path_of(uri: str) -> Path:
+def _uri_path(uri: str) -> Path:
+    return Path(unquote(urlsplit(uri).path))
+
+
+def _resolved(uri: str) -> Path:
+    """The file a server's `file://` URI names, symbolic links resolved (as the root is)."""
     try:
-        return Path(unquote(urlsplit(uri).path)).resolve()
+        return _uri_path(uri).resolve()
     except (OSError, RuntimeError):
-        return Path(unquote(urlsplit(uri).path))
+        return _uri_path(uri)
 
 
 def _answer(site: EdgeSite, found: object, root: Path, texts: dict[Path, list[str]]) -> PreciseAnswer | None:
@@ -239,7 +245,7 @@ def _answer(site: EdgeSite, found: object, root: Path, texts: dict[Path, list[st
         span = getattr(location, "target_selection_range", None) or getattr(location, "range", None)
         if not uri or span is None:
             continue
-        target = Path(unquote(urlsplit(uri).path))
+        target = _uri_path(uri)
         try:
             rel = target.resolve().relative_to(root).as_posix()
         except (ValueError, OSError):

@@ -617,6 +617,8 @@ class SqliteStore:
     def _next_ids(self, table: str, n: int) -> list[int]:
         """`n` row ids for new rows of `table` (one of ours, INTEGER PRIMARY KEY without
         AUTOINCREMENT): those SQLite would give, one past the largest; the caller holds the write."""
+        if not n:  # most files define no symbols and many add no new vector: no query
+            return []
         first = int(self._db.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {table}").get)  # noqa: S608 — our table names
         return list(range(first, first + n))
 
