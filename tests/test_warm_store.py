@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from codewhere.embed.fake import FakeEmbedder
 from codewhere.store import warm
 from codewhere.store.warm import WarmReader
-from codewhere.types import FileKind, Filters, TermQuery
+from codewhere.types import FileKind, Filters, ModelInfo, TermQuery
 from tests.conftest import bump_mtime
 
 NEW_FUNCTION = "def shipping_label_printer(order):\n    return f'label for {order}'\n"
@@ -305,3 +306,60 @@ def test_vectors_past_the_exact_limit_are_held_quantized_through_edits_and_delet
     held = _reader(index)._held_vectors
     assert held is not None and held.quantized is not None and held.alive.all()
     assert len(held.ids) == len(held.quantized) == index.store.vector_count()
+
+
+def test_an_index_past_the_quantize_limit_searches_its_stored_quantized_vectors_as_the_warm_reader_does(
+    sample_repo: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A one-shot search of a large index reads the sign pages and byte codes the index keeps
+    (sqlite.py): the same answers as a warm reader holding them, kept so through edits,
+    deletions and a rebuild, and dropped with the model."""
+    from codewhere.store import quantized, sqlite
+
+    monkeypatch.setattr(quantized, "QUANTIZE_FROM", 12)
+    monkeypatch.setattr(warm, "EXACT_VECTOR_LIMIT", 0)
+    monkeypatch.setattr(sqlite, "SIGN_PAGE", 8)  # vectors over many pages
+    monkeypatch.setattr(quantized, "SHORTLIST_MIN", 3)  # a gone vector kept in it would push out a live one
+    monkeypatch.setattr(quantized, "SHORTLIST_PER_RESULT", 1)
+    index = open_sqlite_index(sample_repo, warm=True)
+    index.refresh()
+
+    def stored_as_computed() -> None:
+        ids, matrix = index.store.vectors_after(0, 10_000)
+        stored = index.store.quantized_after(0, 10_000)
+        assert stored is not None
+        stored_ids, held = stored
+        assert stored_ids.tolist() == ids.tolist()
+        made = quantized.QuantizedVectors.of(matrix)
+        for mine, theirs in zip((held.words, held.codes, held.scales, held.norms),
+                                (made.words, made.codes, made.scales, made.norms), strict=True):
+            assert np.array_equal(mine, theirs)
+
+    def same_answers() -> None:
+        for query in ("charge a credit card", "cart total price", "route handler", "user login", "parse json"):
+            vector = index.embedder().embed_query(query)
+            for k in (1, 5, 12):
+                assert index.store.vector_search(vector, k, Filters()) == _reader(index).vector_search(vector, k, Filters())
+
+    assert index.store.meta().get(sqlite.QUANTIZED) == "1"
+    stored_as_computed()
+    same_answers()
+    _edit(sample_repo / "src/shop/payment.py", NEW_FUNCTION)
+    index.refresh()
+    stored_as_computed()
+    same_answers()
+    for path in ("src/shop/cart.py", "src/lib.rs", "docs/guide.md"):
+        (sample_repo / path).unlink()
+    index.refresh()
+    stored_as_computed()
+    same_answers()
+    assert index.store.vector_count() < 12, "below the limit now: the rebuild does not quantize"
+    index.refresh(rebuild=True)
+    assert sqlite.QUANTIZED not in index.store.meta()
+    assert index.store.vector_search(index.embedder().embed_query("payment"), 5, Filters())  # sqlite-vec's scan
+    monkeypatch.setattr(quantized, "QUANTIZE_FROM", 5)
+    index.refresh(rebuild=True)
+    stored_as_computed()
+    same_answers()
+    index.store.bind_model(ModelInfo("another", 8, "f"))
+    assert sqlite.QUANTIZED not in index.store.meta() and index.store.quantized_after(0, 10) is None

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from codewhere.store.quantized import QuantizedVectors
 from codewhere.tokens import compound
 from codewhere.types import (
     Chunk,
@@ -286,6 +287,7 @@ class VectorSource(Protocol):
     vec0 table is searched by brute force, 35 ms a query on Django's 47k vectors)."""
 
     def vectors_after(self, after_id: int, limit: int) -> tuple[np.ndarray, np.ndarray]: ...  # in id order
+    def quantized_after(self, after_id: int, limit: int) -> tuple[np.ndarray, QuantizedVectors] | None: ...
     def vector_count_after(self, after_id: int) -> int: ...
     def vector_ids(self) -> np.ndarray: ...
     def chunks_of_vectors(self, ids: Sequence[int]) -> list[tuple[int, int]]: ...

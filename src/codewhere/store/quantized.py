@@ -9,18 +9,69 @@ from dataclasses import dataclass
 
 import numpy as np
 
+QUANTIZE_FROM = 200_000  # vectors: past this many an index holds them quantized (200k float32 of 256 dims: 205 MB)
 SHORTLIST_MIN = 2_000  # on the kernel, exact top 100 kept: 0.79 of it at 500, 0.89 at 1000, 0.95 at 2000
 SHORTLIST_PER_RESULT = 20
 
 
-def _sign_words(matrix: np.ndarray) -> np.ndarray:
-    """(words, n) uint64: bit i of a vector set when dimension i is positive; each 64-dimension
-    word of every vector contiguous, so a search makes one pass per word."""
-    packed = np.packbits(matrix > 0, axis=1)
+def sign_bytes(matrix: np.ndarray) -> np.ndarray:
+    """(n, bytes) uint8: bit i of a vector set when dimension i is positive, padded to whole
+    64-bit words (a 256-dimension vector: 32 bytes). What an index stores."""
+    packed = np.packbits(np.asarray(matrix) > 0, axis=1)
     pad = (-packed.shape[1]) % 8
-    if pad:
-        packed = np.pad(packed, ((0, 0), (0, pad)))
-    return np.ascontiguousarray(packed.view(np.uint64).T)
+    return np.pad(packed, ((0, 0), (0, pad))) if pad else packed
+
+
+def sign_words(signs: np.ndarray) -> np.ndarray:
+    """(words, n) uint64 of `sign_bytes`: each 64-dimension word of every vector contiguous,
+    so a search makes one pass per word."""
+    return np.ascontiguousarray(np.ascontiguousarray(signs).view(np.uint64).T)
+
+
+def _sign_words(matrix: np.ndarray) -> np.ndarray:
+    return sign_words(sign_bytes(matrix))
+
+
+def byte_codes(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(codes, scales, norms): one signed byte per dimension with the vector's scale (a vector
+    is about codes * scale), and the norm of the vector as given."""
+    matrix = np.asarray(matrix, np.float32)
+    peak = np.abs(matrix).max(axis=1) if len(matrix) else np.empty(0, np.float32)
+    scales = (peak / 127).astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        codes = np.nan_to_num(np.rint(matrix / scales[:, None])).astype(np.int8)
+    return codes, scales, np.linalg.norm(matrix, axis=1).astype(np.float32)
+
+
+def code_distances(codes: np.ndarray, scales: np.ndarray, norms: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Cosine distances of the coded vectors to `query` (2.0 where a vector is all zeros)."""
+    q = np.asarray(query, np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        similarity = (codes.astype(np.float32) @ q) * scales / (norms * np.float32(np.linalg.norm(q)))
+    return np.nan_to_num(np.float32(1.0) - similarity, nan=2.0)
+
+
+def shortlist(words: np.ndarray, query_words: np.ndarray, size: int, alive: np.ndarray) -> np.ndarray:
+    """The live rows whose Hamming distance to the query is at most that of the `size`-th
+    nearest (ties included), in row order."""
+    n = words.shape[1]
+    hamming = np.zeros(n, np.uint16)
+    word = np.empty(n, np.uint64)
+    count = np.empty(n, np.uint8)
+    for row, q in zip(words, query_words, strict=True):
+        np.bitwise_xor(row, q, out=word)
+        np.bitwise_count(word, out=count)
+        hamming += count
+    dead = np.uint16(len(words) * 64 + 1)
+    hamming[~alive] = dead
+    counts = np.cumsum(np.bincount(hamming, minlength=int(dead) + 1))
+    live = int(alive.sum())
+    threshold = int(np.searchsorted(counts, min(size, live)))
+    return np.flatnonzero(hamming <= min(threshold, int(dead) - 1))
+
+
+def shortlist_size(k: int) -> int:
+    return max(SHORTLIST_MIN, SHORTLIST_PER_RESULT * k)
 
 
 @dataclass(frozen=True)
@@ -32,12 +83,7 @@ class QuantizedVectors:
 
     @classmethod
     def of(cls, matrix: np.ndarray) -> QuantizedVectors:
-        matrix = np.asarray(matrix, np.float32)
-        peak = np.abs(matrix).max(axis=1) if len(matrix) else np.empty(0, np.float32)
-        scales = (peak / 127).astype(np.float32)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            codes = np.nan_to_num(np.rint(matrix / scales[:, None])).astype(np.int8)
-        norms = np.linalg.norm(matrix, axis=1).astype(np.float32)
+        codes, scales, norms = byte_codes(matrix)
         return cls(_sign_words(matrix), codes, scales, norms)
 
     def __len__(self) -> int:
@@ -60,29 +106,7 @@ class QuantizedVectors:
     def nearest(self, query: np.ndarray, k: int, alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(rows, cosine distances) of about the `k` nearest live vectors, nearest first: the
         shortlist of the smallest Hamming distances, ordered by the byte codes."""
-        q = np.asarray(query, np.float32)
-        shortlist = self._shortlist(_sign_words(q[None, :])[:, 0], max(SHORTLIST_MIN, SHORTLIST_PER_RESULT * k), alive)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            similarity = (self.codes[shortlist].astype(np.float32) @ q) * self.scales[shortlist] / (
-                self.norms[shortlist] * np.float32(np.linalg.norm(q)))
-        distance = np.nan_to_num(np.float32(1.0) - similarity, nan=2.0)
-        order = np.lexsort((shortlist, distance))[:k]
-        return shortlist[order], distance[order]
-
-    def _shortlist(self, query_words: np.ndarray, size: int, alive: np.ndarray) -> np.ndarray:
-        """The live rows whose Hamming distance to the query is at most that of the `size`-th
-        nearest (ties included), in row order."""
-        n = len(self)
-        hamming = np.zeros(n, np.uint16)
-        word = np.empty(n, np.uint64)
-        count = np.empty(n, np.uint8)
-        for row, q in zip(self.words, query_words, strict=True):
-            np.bitwise_xor(row, q, out=word)
-            np.bitwise_count(word, out=count)
-            hamming += count
-        dead = np.uint16(len(self.words) * 64 + 1)
-        hamming[~alive] = dead
-        counts = np.cumsum(np.bincount(hamming, minlength=int(dead) + 1))
-        live = int(alive.sum())
-        threshold = int(np.searchsorted(counts, min(size, live)))
-        return np.flatnonzero(hamming <= min(threshold, int(dead) - 1))
+        rows = shortlist(self.words, _sign_words(np.asarray(query, np.float32)[None, :])[:, 0], shortlist_size(k), alive)
+        distance = code_distances(self.codes[rows], self.scales[rows], self.norms[rows], query)
+        order = np.lexsort((rows, distance))[:k]
+        return rows[order], distance[order]

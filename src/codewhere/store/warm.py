@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from codewhere.store.base import ChunkAt, VectorSource, WarmStore, spelled_keys
-from codewhere.store.quantized import QuantizedVectors
+from codewhere.store.quantized import QUANTIZE_FROM, QuantizedVectors
 from codewhere.store.warm_keywords import WarmKeywords
 from codewhere.store.warm_keywords import build as build_keywords
 from codewhere.types import ChunkRow, Filters, TermQuery
@@ -33,7 +33,7 @@ WARM_TEXT_LIMIT = 64 * 1024 * 1024
 WARM_CHUNK_LIMIT = 200_000
 # Vectors past this many are held quantized (quantized.py): 200k float32 vectors of 256
 # dimensions take 200 MB; the kernel's 1.37 M, 1.4 GB.
-EXACT_VECTOR_LIMIT = 200_000
+EXACT_VECTOR_LIMIT = QUANTIZE_FROM
 VECTOR_PAGE = 50_000  # vectors read from the store at a time
 
 
@@ -136,14 +136,20 @@ class WarmVectors:
         pages: list[np.ndarray] = []
         parts: list[QuantizedVectors] = [base.quantized] if base.quantized is not None else []
         while True:
-            ids, matrix = store.vectors_after(last, VECTOR_PAGE)
+            stored = store.quantized_after(last, VECTOR_PAGE) if quantize else None
+            if stored is not None:  # the index keeps them quantized: read as they are
+                ids, part = stored
+                if len(ids):
+                    parts.append(part)
+            else:
+                ids, matrix = store.vectors_after(last, VECTOR_PAGE)
+                if len(ids) and quantize:
+                    parts.append(QuantizedVectors.of(matrix))
+                elif len(ids):
+                    pages.append(matrix)
             if not len(ids):
                 break
             ids_read.append(ids)
-            if quantize:
-                parts.append(QuantizedVectors.of(matrix))
-            else:
-                pages.append(matrix)
             last = int(ids[-1])
         new = WarmVectors(self.made, quantize)
         new.ids = np.concatenate(ids_read)  # each part joined once: page by page would copy all of it each time
