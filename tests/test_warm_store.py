@@ -363,3 +363,29 @@ def test_an_index_past_the_quantize_limit_searches_its_stored_quantized_vectors_
     same_answers()
     index.store.bind_model(ModelInfo("another", 8, "f"))
     assert sqlite.QUANTIZED not in index.store.meta() and index.store.quantized_after(0, 10) is None
+
+
+def test_quantized_pages_of_a_transaction_rolled_back_are_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from codewhere.store import quantized, sqlite
+
+    monkeypatch.setattr(quantized, "QUANTIZE_FROM", 3)
+    store = sqlite.SqliteStore.open(tmp_path / "index.db")
+    store.bind_model(ModelInfo("m", 16, "f"))
+    rng = np.random.default_rng(3)
+    with store.transaction():
+        store.add_vectors(["a", "b", "c"], rng.normal(size=(3, 16)).astype(np.float32))
+    assert store.meta().get(sqlite.QUANTIZED) == "1"
+    with pytest.raises(RuntimeError), store.transaction():
+        store.add_vectors(["d", "e"], rng.normal(size=(2, 16)).astype(np.float32))
+        raise RuntimeError("the batch failed")
+    store.add_vectors(["f"], rng.normal(size=(1, 16)).astype(np.float32))  # its own transaction
+    ids, matrix = store.vectors_after(0, 10)
+    stored = store.quantized_after(0, 10)
+    assert stored is not None and stored[0].tolist() == ids.tolist() == [1, 2, 3, 4]
+    assert np.array_equal(stored[1].words, quantized.QuantizedVectors.of(matrix).words)
+    (page,) = store._db.execute("SELECT bits FROM vector_signs").fetchone()  # what a one-shot search reads
+    live, _ = sqlite._sign_page(page, 8)
+    assert np.flatnonzero(live).tolist() == [1, 2, 3, 4]  # id 5 was staged, then rolled back
+    query = rng.normal(size=16).astype(np.float32)
+    assert len(store.vector_search(query, 10, Filters())) == 0  # no chunk holds these texts: nothing to answer
+    store.close()

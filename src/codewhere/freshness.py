@@ -72,12 +72,16 @@ def changed_paths(root: Path, stamps: TreeStamps, known: dict[str, FileState]) -
     changed = [rel for rel, mtime in stamps.folders.items() if _mtime(os.path.join(base, rel) if rel else base) != mtime]
     if "" in changed:
         return None  # the root's own listing changed: a walk of the root is a whole walk
-    for rel, state in known.items():
-        try:
-            info = os.lstat(os.path.join(base, rel))
-        except OSError:
-            changed.append(rel)
-            continue
-        if info.st_size != state.size or info.st_mtime_ns != state.mtime_ns:
-            changed.append(rel)
+    root_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
+    try:  # paths relative to the open root: no join per file
+        for rel, state in known.items():
+            try:
+                info = os.stat(rel, dir_fd=root_fd, follow_symlinks=False)
+            except OSError:
+                changed.append(rel)
+                continue
+            if info.st_size != state.size or info.st_mtime_ns != state.mtime_ns:
+                changed.append(rel)
+    finally:
+        os.close(root_fd)
     return sorted(set(changed))
