@@ -312,8 +312,8 @@ def test_an_index_past_the_quantize_limit_searches_its_stored_quantized_vectors_
     sample_repo: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A one-shot search of a large index reads the sign pages and byte codes the index keeps
-    (sqlite.py): the same answers as a warm reader holding them, kept so through edits,
-    deletions and a rebuild, and dropped with the model."""
+    instead of float32 vectors (sqlite.py): the same answers as a warm reader holding them, kept
+    so through edits, deletions and a rebuild, and dropped with the model."""
     from codewhere.store import quantized, sqlite
 
     monkeypatch.setattr(quantized, "QUANTIZE_FROM", 12)
@@ -321,25 +321,47 @@ def test_an_index_past_the_quantize_limit_searches_its_stored_quantized_vectors_
     monkeypatch.setattr(sqlite, "SIGN_PAGE", 8)  # vectors over many pages
     monkeypatch.setattr(quantized, "SHORTLIST_MIN", 3)  # a gone vector kept in it would push out a live one
     monkeypatch.setattr(quantized, "SHORTLIST_PER_RESULT", 1)
+    embedded: dict[int, np.ndarray] = {}  # vector id -> the float32 vector the model made
+    write = sqlite.SqliteStore._write_quantized
+
+    def spy(self, ids: np.ndarray, matrix: np.ndarray) -> None:  # noqa: ANN001
+        embedded.update(zip(ids.tolist(), matrix, strict=True))
+        write(self, ids, matrix)
+
+    monkeypatch.setattr(sqlite.SqliteStore, "_write_quantized", spy)
     index = open_sqlite_index(sample_repo, warm=True)
     index.refresh()
 
     def stored_as_computed() -> None:
-        ids, matrix = index.store.vectors_after(0, 10_000)
         stored = index.store.quantized_after(0, 10_000)
         assert stored is not None
-        stored_ids, held = stored
-        assert stored_ids.tolist() == ids.tolist()
-        made = quantized.QuantizedVectors.of(matrix)
+        ids, held = stored
+        assert ids.tolist() == sorted(index.store.vector_ids().tolist())
+        made = quantized.QuantizedVectors.of(np.stack([embedded[i] for i in ids.tolist()]))
         for mine, theirs in zip((held.words, held.codes, held.scales, held.norms),
                                 (made.words, made.codes, made.scales, made.norms), strict=True):
             assert np.array_equal(mine, theirs)
+        read_ids, matrix = index.store.vectors_after(0, 10_000)  # what the codes stand for
+        assert read_ids.tolist() == ids.tolist() and np.array_equal(matrix, held.codes * held.scales[:, None])
+        assert index.store._db.execute("SELECT count(*) FROM vec_chunks").get == 0  # no float32 copy kept
 
     def same_answers() -> None:
         for query in ("charge a credit card", "cart total price", "route handler", "user login", "parse json"):
             vector = index.embedder().embed_query(query)
             for k in (1, 5, 12):
                 assert index.store.vector_search(vector, k, Filters()) == _reader(index).vector_search(vector, k, Filters())
+        # a filtered search: the nearest of the chunks the filter lets through, by their codes
+        scope = Filters(scopes=("src",))
+        vector = index.embedder().embed_query("payment")
+        rows = index.store.chunk_rows(_all_ids(index.store), scope)
+        ids, held = index.store.quantized_after(0, 10_000)
+        distance = dict(zip(ids.tolist(), quantized.code_distances(held.codes, held.scales, held.norms, vector).tolist(), strict=True))
+        of_chunk = dict((c, v) for v, c in index.store.chunks_of_vectors(ids.tolist()))
+        expected = sorted((distance[of_chunk[c]], c) for c in rows if c in of_chunk)[:5]
+        with monkeypatch.context() as wide:
+            wide.setattr(quantized, "SHORTLIST_MIN", 10_000)  # every vector on the shortlist: exact over the codes
+            found = index.store.vector_search(vector, 5, scope)
+        assert [c for c, _ in found] == [c for _, c in expected] and all(rows[c].path.startswith("src/") for c, _ in found)
 
     assert index.store.meta().get(sqlite.QUANTIZED) == "1"
     stored_as_computed()
@@ -372,17 +394,17 @@ def test_quantized_pages_of_a_transaction_rolled_back_are_never_written(tmp_path
     store = sqlite.SqliteStore.open(tmp_path / "index.db")
     store.bind_model(ModelInfo("m", 16, "f"))
     rng = np.random.default_rng(3)
+    first, rolled_back, last = (rng.normal(size=(n, 16)).astype(np.float32) for n in (3, 2, 1))
     with store.transaction():
-        store.add_vectors(["a", "b", "c"], rng.normal(size=(3, 16)).astype(np.float32))
+        store.add_vectors(["a", "b", "c"], first)
     assert store.meta().get(sqlite.QUANTIZED) == "1"
     with pytest.raises(RuntimeError), store.transaction():
-        store.add_vectors(["d", "e"], rng.normal(size=(2, 16)).astype(np.float32))
+        store.add_vectors(["d", "e"], rolled_back)
         raise RuntimeError("the batch failed")
-    store.add_vectors(["f"], rng.normal(size=(1, 16)).astype(np.float32))  # its own transaction
-    ids, matrix = store.vectors_after(0, 10)
+    store.add_vectors(["f"], last)  # its own transaction
     stored = store.quantized_after(0, 10)
-    assert stored is not None and stored[0].tolist() == ids.tolist() == [1, 2, 3, 4]
-    assert np.array_equal(stored[1].words, quantized.QuantizedVectors.of(matrix).words)
+    assert stored is not None and stored[0].tolist() == [1, 2, 3, 4]
+    assert np.array_equal(stored[1].words, quantized.QuantizedVectors.of(np.vstack([first, last])).words)
     (page,) = store._db.execute("SELECT bits FROM vector_signs").fetchone()  # what a one-shot search reads
     live, _ = sqlite._sign_page(page, 8)
     assert np.flatnonzero(live).tolist() == [1, 2, 3, 4]  # id 5 was staged, then rolled back

@@ -717,12 +717,14 @@ class SqliteStore:
         with self.transaction():  # quantized copies are finished at its commit
             ids = self._next_ids("embeddings", len(first))
             self._db.executemany("INSERT INTO embeddings(id, content_hash) VALUES(?, ?)", zip(ids, first, strict=True))
-            self._db.executemany(
-                "INSERT INTO vec_chunks(rowid, embedding) VALUES(?, ?)",
-                [(row_id, np.asarray(vectors[position], np.float32).tobytes()) for row_id, position in zip(ids, first.values(), strict=True)],
-            )
-            if ids and self._quantized():
+            if ids and self._quantized():  # kept quantized only
                 self._write_quantized(np.asarray(ids, np.int64), np.asarray(vectors, np.float32)[list(first.values())])
+            else:
+                self._db.executemany(
+                    "INSERT INTO vec_chunks(rowid, embedding) VALUES(?, ?)",
+                    [(row_id, np.asarray(vectors[position], np.float32).tobytes())
+                     for row_id, position in zip(ids, first.values(), strict=True)],
+                )
             self._vectors_added = self._vectors_added or bool(ids)
 
     def delete_orphan_vectors(self, among: Sequence[str] | None = None) -> int:
@@ -814,6 +816,9 @@ class SqliteStore:
             self._write_quantized(ids, matrix)
             last = int(ids[-1])
         self.set_meta({QUANTIZED: "1"})
+        # from here on the codes are the vectors: the float32 copy (1.34 GB on the kernel) goes
+        self._db.execute("DROP TABLE vec_chunks")
+        self._db.execute(f"CREATE VIRTUAL TABLE vec_chunks USING vec0(embedding float[{self._dim()}] distance_metric=cosine)")
 
     def vector_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM embeddings").get)
@@ -827,6 +832,11 @@ class SqliteStore:
         info = self.model()
         if info is None:
             return np.empty(0, np.int64), np.empty((0, 0), np.float32)
+        if self._quantized():  # the byte codes are all the index keeps: about the vectors
+            ids, held = self._coded(self._db.execute(
+                "SELECT id, scale, norm, codes FROM vector_codes WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+            ).fetchall())
+            return ids, held.codes.astype(np.float32) * held.scales[:, None]
         # paged through the embeddings' key: vec0 itself answers `rowid > ? ORDER BY rowid` by a
         # scan (1 s a page on the kernel; 0.25 s this way)
         rows = self._db.execute("""SELECT v.rowid, v.embedding FROM embeddings e JOIN vec_chunks v ON v.rowid = e.id
@@ -852,9 +862,9 @@ class SqliteStore:
         if self.model() is None:
             return []
         blob = np.asarray(query, np.float32).tobytes()
-        if filters.is_empty() and self._quantized():
+        if self._quantized():
             with self.read_snapshot():
-                return self._quantized_search(np.asarray(query, np.float32), limit)
+                return self._quantized_search(np.asarray(query, np.float32), limit, filters)
         if filters.is_empty():
             # KNN over distinct texts, then every chunk holding that text.
             sql = """WITH knn AS (SELECT rowid, distance FROM vec_chunks WHERE embedding MATCH ? AND k = ?)
@@ -874,9 +884,10 @@ class SqliteStore:
             raise ModelError(f"vector search failed ({exc})", "run `codewhere index --rebuild`") from exc
         return [(int(cid), 1.0 - float(distance)) for cid, distance in cast(list[tuple[int, float]], rows)]
 
-    def _quantized_search(self, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    def _quantized_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]:
         """What `WarmVectors.search` answers over quantized vectors, read from disk: the sign
-        pages in one pass, the byte codes of the shortlist by id."""
+        pages in one pass, the byte codes of the shortlist by id. With filters, only the texts
+        of chunks they let through are candidates, and only those chunks answer."""
         width = self._sign_width()
         pages = self._db.execute("SELECT page, bits FROM vector_signs ORDER BY page").fetchall()
         if not pages or limit <= 0:
@@ -886,25 +897,39 @@ class SqliteStore:
         for page, bits in pages:
             start = cast(int, page) * SIGN_PAGE
             alive[start:start + SIGN_PAGE], signs[start:start + SIGN_PAGE] = _sign_page(cast(bytes, bits), width)
-        words = quantized.sign_words(signs)
+        chunks_of: dict[int, list[int]] | None = None
+        if not filters.is_empty():
+            where, params = self._filter(filters)
+            chunks_of = grouped(self._db.execute(
+                f"""SELECT e.id, c.id FROM chunks c JOIN files f ON f.id = c.file_id
+                    JOIN embeddings e ON e.content_hash = c.content_hash WHERE 1{where}""", params))
+            allowed = np.zeros(slots, bool)
+            allowed[[i for i in chunks_of if i < slots]] = True
+            alive &= allowed
         k = min(limit, int(alive.sum()))
+        if k <= 0:
+            return []
         query_words = quantized.sign_words(quantized.sign_bytes(query[None, :]))[:, 0]
-        rows = quantized.shortlist(words, query_words, quantized.shortlist_size(k), alive)
-        coded = self._db.execute(
+        rows = quantized.shortlist(quantized.sign_words(signs), query_words, quantized.shortlist_size(k), alive)
+        ids, held = self._coded(self._db.execute(
             "SELECT id, scale, norm, codes FROM vector_codes WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
             (json.dumps(rows.tolist()),),
-        ).fetchall()
-        if not coded:
-            return []
-        ids = np.fromiter((cast(int, r[0]) for r in coded), np.int64, len(coded))
-        scales = np.fromiter((cast(float, r[1]) for r in coded), np.float32, len(coded))
-        norms = np.fromiter((cast(float, r[2]) for r in coded), np.float32, len(coded))
-        codes = np.frombuffer(b"".join(cast(bytes, r[3]) for r in coded), np.int8).reshape(len(coded), self._dim())
-        distance = quantized.code_distances(codes, scales, norms, query)
+        ).fetchall())
+        distance = quantized.code_distances(held.codes, held.scales, held.norms, query)
         order = np.lexsort((ids, distance))[:k]
         by_vector = {int(ids[i]): float(distance[i]) for i in order}
-        found = sorted((by_vector[vid], cid) for vid, cid in self.chunks_of_vectors(list(by_vector)))
+        pairs = (self.chunks_of_vectors(list(by_vector)) if chunks_of is None
+                 else [(vid, cid) for vid in by_vector for cid in chunks_of[vid]])
+        found = sorted((by_vector[vid], cid) for vid, cid in pairs)
         return [(cid, 1.0 - d) for d, cid in found[:limit]]
+
+    def _coded(self, rows: list[tuple[object, ...]]) -> tuple[np.ndarray, quantized.QuantizedVectors]:
+        """(ids, byte codes with scales and norms; no sign bits) of `vector_codes` rows."""
+        ids = np.fromiter((cast(int, r[0]) for r in rows), np.int64, len(rows))
+        scales = np.fromiter((cast(float, r[1]) for r in rows), np.float32, len(rows))
+        norms = np.fromiter((cast(float, r[2]) for r in rows), np.float32, len(rows))
+        codes = np.frombuffer(b"".join(cast(bytes, r[3]) for r in rows), np.int8).reshape(len(rows), self._dim())
+        return ids, quantized.QuantizedVectors(np.empty((0, len(rows)), np.uint64), codes, scales, norms)
 
     def quantized_after(self, after_id: int, limit: int) -> tuple[np.ndarray, quantized.QuantizedVectors] | None:
         """(ids, quantized vectors) of up to `limit` vectors above `after_id`, in id order, as the
@@ -913,22 +938,19 @@ class SqliteStore:
             return None
         width = self._sign_width()
         with self.read_snapshot():
-            coded = self._db.execute("SELECT id, scale, norm, codes FROM vector_codes WHERE id > ? ORDER BY id LIMIT ?",
-                                     (after_id, limit)).fetchall()
-            ids = np.fromiter((cast(int, r[0]) for r in coded), np.int64, len(coded))
+            ids, held = self._coded(self._db.execute(
+                "SELECT id, scale, norm, codes FROM vector_codes WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+            ).fetchall())
             signs = np.zeros((len(ids), width), np.uint8)
             if len(ids):
                 pages, slots = np.divmod(ids, SIGN_PAGE)
                 for page, bits in self._db.execute(
                     "SELECT page, bits FROM vector_signs WHERE page BETWEEN ? AND ?", (int(pages[0]), int(pages[-1]))
                 ):
-                    _, held = _sign_page(cast(bytes, bits), width)
+                    _, on_disk = _sign_page(cast(bytes, bits), width)
                     on_page = pages == page
-                    signs[on_page] = held[slots[on_page]]
-        codes = np.frombuffer(b"".join(cast(bytes, r[3]) for r in coded), np.int8).reshape(len(coded), self._dim())
-        scales = np.fromiter((cast(float, r[1]) for r in coded), np.float32, len(coded))
-        norms = np.fromiter((cast(float, r[2]) for r in coded), np.float32, len(coded))
-        return ids, quantized.QuantizedVectors(quantized.sign_words(signs), codes, scales, norms)
+                    signs[on_page] = on_disk[slots[on_page]]
+        return ids, quantized.QuantizedVectors(quantized.sign_words(signs), held.codes, held.scales, held.norms)
 
     def clear_files(self) -> None:
         """Forget every file (a chunker change): the next refresh re-reads and re-chunks all."""
