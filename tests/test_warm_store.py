@@ -411,3 +411,29 @@ def test_quantized_pages_of_a_transaction_rolled_back_are_never_written(tmp_path
     query = rng.normal(size=16).astype(np.float32)
     assert len(store.vector_search(query, 10, Filters())) == 0  # no chunk holds these texts: nothing to answer
     store.close()
+
+
+def test_an_index_turning_compact_keeps_every_chunk_text_compressed_and_reads_it_back_the_same(
+    sample_repo: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codewhere.store import quantized, sqlite
+
+    index = open_sqlite_index(sample_repo)
+    index.refresh()
+    before = _read_afresh(index)
+    at = index.store.chunk_at("src/shop/cart.py", 3)
+    assert sqlite.QUANTIZED not in index.store.meta()
+    assert index.store._db.execute("SELECT count(*) FROM chunks WHERE typeof(text) <> 'text'").get == 0
+    monkeypatch.setattr(quantized, "QUANTIZE_FROM", 5)
+    _edit(sample_repo / "src/shop/payment.py", NEW_FUNCTION)  # a change adds a vector: the index turns compact
+    index.refresh()
+    assert index.store.meta().get(sqlite.QUANTIZED) == "1"
+    assert index.store._db.execute("SELECT count(*) FROM chunks WHERE typeof(text) <> 'blob'").get == 0
+    after = _read_afresh(index)
+    kept = {cid: row for cid, row in before.items() if row.path != "src/shop/payment.py"}
+    assert kept and all(after[cid] == row for cid, row in kept.items())
+    assert any(NEW_FUNCTION.splitlines()[0] in row.text for row in after.values())
+    compact_at = index.store.chunk_at("src/shop/cart.py", 3)
+    assert at is not None and compact_at is not None and compact_at.embed_text == at.embed_text
+    hits = index.search("shipping label printer", k=3)
+    assert any(h.path == "src/shop/payment.py" and "shipping_label_printer" in h.snippet for h in hits)

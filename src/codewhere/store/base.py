@@ -7,6 +7,7 @@ from interleaving. Reads never see a half-written file: a file's rows change in 
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -121,12 +122,17 @@ CHUNK_ROW_COLUMNS = """c.id, f.path, c.start_line, c.end_line, f.kind, f.languag
                        {definitions}, c.unit_start, c.unit_end, c.unit_name, c.file_id"""
 
 
+def chunk_text(stored: str | bytes) -> str:
+    """A chunk's text as a store returns it: a compact SQLite index keeps it zlib-compressed."""
+    return stored if isinstance(stored, str) else zlib.decompress(stored).decode()
+
+
 def chunk_row(row: Sequence[Any]) -> ChunkRow:
     """A row of CHUNK_ROW_COLUMNS (each store fills in how it reads the repository's name and the
     joined definitions); its last column, the file id, is left out."""
     cid, path, start, end, kind, language, text, repo, mentions, names, unit_start, unit_end, unit_name = row[:13]
     defines, spelled = split_definitions(names)
-    return ChunkRow(int(cid), path, start, end, FILE_KINDS[kind], language, text, repo, defines,
+    return ChunkRow(int(cid), path, start, end, FILE_KINDS[kind], language, chunk_text(text), repo, defines,
                     tuple((mentions or "").split()), spelled, stored_unit(unit_start, unit_end, unit_name))
 
 
