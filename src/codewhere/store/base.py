@@ -253,7 +253,7 @@ class WarmSource(Protocol):
     def meta(self) -> dict[str, str]: ...
     def change_token(self) -> object: ...  # another value whenever the index may have changed
     def read_snapshot(self) -> AbstractContextManager[None]: ...  # the reads inside see one state
-    def file_chunk_ranges(self) -> dict[int, tuple[object, ...]]: ...  # file id → path, hash, kind, language, chunk id range
+    def file_chunk_ranges(self) -> dict[int, tuple[object, ...]]: ...  # file id → path, hash, kind, language, chunk id range, chunks
     def rows_of_files(self, file_ids: Sequence[int] | None) -> Iterator[tuple[int, ChunkRow]]: ...  # None: every file
 
 

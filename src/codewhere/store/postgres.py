@@ -833,7 +833,7 @@ class PostgresStore:
             yield
 
     def file_chunk_ranges(self) -> dict[int, tuple[object, ...]]:
-        rows = self._db.execute("""SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id), max(c.id)
+        rows = self._db.execute("""SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id), max(c.id), count(*)
                                    FROM files f JOIN chunks c ON c.file_id = f.id GROUP BY f.id""")
         return {int(file_id): tuple(held) for file_id, *held in rows}
 

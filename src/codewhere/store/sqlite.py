@@ -305,7 +305,7 @@ _CANDIDATE_SQL = "SELECT " + CHUNK_ROW_COLUMNS.format(  # one folder: no reposit
 ) + " FROM chunks c JOIN files f ON f.id = c.file_id"
 _CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id, e.resolution FROM edges e JOIN symbols s ON s.id = e.target_id
                        WHERE e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id != e.chunk_id"""
-_FILE_CHUNKS_SQL = """SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id), max(c.id)
+_FILE_CHUNKS_SQL = """SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id), max(c.id), count(*)
                        FROM files f JOIN chunks c ON c.file_id = f.id GROUP BY f.id"""
 
 
