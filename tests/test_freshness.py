@@ -168,3 +168,33 @@ def test_a_removal_alone_is_no_empty_folder(tree: Path) -> None:
         report = index.refresh(vectors=False, quick=True)
         assert (report.files_removed, report.files_kept, report.files_unchanged) == (1, 3, 3)
         assert index.search("helper", mode="keyword") == []
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+def test_a_one_shot_search_answers_from_the_early_search_only_when_the_check_changed_nothing(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """`run_fresh` searches while the quick check runs; that answer is thrown away when the
+    check refreshed something (an edit), and kept otherwise (one search, not two)."""
+    from codewhere.api import SearchRequest
+
+    index = Index.open(tree, settings=Settings.from_env())
+    index.refresh(vectors=mode != "keyword")
+    searches: list[str] = []
+    real_run = Index.run
+
+    def counting_run(self: Index, request: SearchRequest) -> list:
+        searches.append(request.query)
+        return real_run(self, request)
+
+    monkeypatch.setattr(Index, "run", counting_run)
+    vectors = mode != "keyword"
+    request = SearchRequest("photosynthesis", k=3, mode=mode)
+    before = index.run_fresh(request, vectors=vectors)
+    assert not before if mode == "keyword" else before  # no file has the word yet
+    assert len(searches) == 1  # nothing changed: the early answer stands
+    (tree / "src/lib/deep/leaf.py").write_text("def leaf_function():\n    return 'photosynthesis'\n")
+    hits = index.run_fresh(request, vectors=vectors)
+    assert hits and hits[0].path == "src/lib/deep/leaf.py" and "photosynthesis" in hits[0].snippet
+    assert len(searches) == 3  # the early answer predates the edit: searched again
+    index.close()

@@ -291,14 +291,13 @@ def _cmd_search(args: argparse.Namespace) -> Answer:
     with _open(args) as index:
         # keyword search needs no model: it refreshes text only, unless a model was named
         vectors = args.mode != Mode.KEYWORD.value or args.model is not None
-        if not index.shared:  # a team index is written by `codewhere index`, read by everyone
-            with _progress(args) as progress:
-                index.refresh_if_free(progress, vectors=vectors)
-        hits = index.run(SearchRequest(
+        request = SearchRequest(
             args.query, k=args.k, mode=args.mode, scopes=tuple(args.scope), exclude_tests=args.exclude_tests,
             exclude_docs=args.exclude_docs, disabled_signals=tuple(args.no_signal), repos=tuple(args.repo),
             rerank=not args.no_rerank,
-        ))
+        )
+        with _progress(args) as progress:
+            hits = index.run_fresh(request, progress, vectors=vectors)
         root = str(index.root)
 
     def show() -> None:
