@@ -366,17 +366,17 @@ class Index:
         return None
 
     def run_fresh(self, request: SearchRequest, progress: Progress | None = None, vectors: bool = True) -> list[Hit]:
-        """`refresh_if_free`, then `run`: what a one-shot search does. While the quick check
-        stats the files the last walk saw (0.2 s on the Linux kernel), the search already runs
-        on what is committed in a thread; its answer stands when the refresh wrote nothing and
-        nobody else committed meanwhile, else the search runs again on the new index."""
+        """`refresh_if_free`, then `run`: what a one-shot search does. The quick check reads what
+        the last walk saw, then stats those files (0.2 s on the Linux kernel) while the search
+        runs in a thread on what is committed; that answer stands when no file changed and
+        nobody committed meanwhile, else the index is refreshed and searched again."""
         if self.store.shared:  # a team index is written by `codewhere index`, read by everyone
             return self.run(request)
-        if freshness.META_KEY not in self.store.meta():  # never walked: a first index, no quick check
+        embedder = self.embedder() if vectors else None  # loaded once, before either thread needs it
+        check = indexer.quick_check(self.root, self.store, embedder, self.settings.chunker, self.settings.scan_options)
+        if check is None or check.pending:  # a first index, other rules, vectors to make
             self.refresh_if_free(progress, vectors=vectors)
             return self.run(request)
-        if request.mode != Mode.KEYWORD:
-            self.embedder()  # loaded once, before either thread needs it
         before = self.store.change_token()
         answer: list[list[Hit]] = []
 
@@ -386,10 +386,11 @@ class Index:
 
         early = threading.Thread(target=search, name="codewhere-search", daemon=True)
         early.start()
-        self.refresh_if_free(progress, vectors=vectors)
+        changed = freshness.changed_paths(self.root, check.stamps, check.known)
         early.join()
-        if answer and self.store.change_token() == before:
+        if changed == [] and answer and self.store.change_token() == before:
             return answer[0]
+        self.refresh_if_free(progress, vectors=vectors)
         return self.run(request)
 
     # ---- searching -----------------------------------------------------------------------

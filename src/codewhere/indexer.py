@@ -209,11 +209,11 @@ def refresh(
     before = store.meta()  # read once; only this run writes meta from here on (the caller holds the lock)
     scan_key = _scan_key(options)
     found: list[str] | None = None
-    if quick and paths is None and _settled(root, before, version, scan_key, embedder):
-        stamps = TreeStamps.from_meta(before)
-        known = store.file_states() if stamps is not None else {}
-        found = changed_paths(root, stamps, known) if stamps is not None else None
-        if found == [] and not (embedder is not None and before.get(VECTORS_PENDING)):
+    check = quick_check(root, store, embedder, chunker, options, before) if quick and paths is None else None
+    if check is not None:
+        known = check.known
+        found = changed_paths(root, check.stamps, known)
+        if found == [] and not check.pending:
             _count_unchanged(report, known)
             report.seconds = time.perf_counter() - started
             return report
@@ -232,6 +232,28 @@ def refresh(
         _file_pass(root, store, report, progress, chunker, options, before, embedder, None, shared, workers)
     report.seconds = time.perf_counter() - started
     return report
+
+
+@dataclass(frozen=True)
+class QuickCheck:
+    """What a quick check reads from the index before it stats the tree (freshness.py)."""
+
+    stamps: TreeStamps
+    known: dict[str, FileState]
+    pending: bool  # vectors left to make: a refresh has work even when no file changed
+
+
+def quick_check(
+    root: Path, store: IndexWriter, embedder: Embedder | None, chunker: str, options: ScanOptions,
+    meta: dict[str, str] | None = None,
+) -> QuickCheck | None:
+    """None when a refresh must do more than refresh what changed (other rules or model, no
+    walk recorded)."""
+    before = store.meta() if meta is None else meta
+    stamps = TreeStamps.from_meta(before)
+    if stamps is None or not _settled(root, before, chunker_version(chunker), _scan_key(options), embedder):
+        return None
+    return QuickCheck(stamps, store.file_states(), bool(embedder is not None and before.get(VECTORS_PENDING)))
 
 
 def _settled(root: Path, before: dict[str, str], version: str, scan_key: str, embedder: Embedder | None) -> bool:

@@ -910,11 +910,15 @@ class SqliteStore:
         pages = self._db.execute("SELECT page, bits FROM vector_signs ORDER BY page").fetchall()
         if not pages or limit <= 0:
             return []
-        slots = (cast(int, pages[-1][0]) + 1) * SIGN_PAGE
-        signs, alive = np.zeros((slots, width), np.uint8), np.zeros(slots, bool)
+        # each page copied once into its place: its bitmap of live slots, and their sign bytes
+        count = cast(int, pages[-1][0]) + 1
+        live, signs = np.zeros((count, SIGN_PAGE // 8), np.uint8), np.zeros((count, SIGN_PAGE * width), np.uint8)
         for page, bits in pages:
-            start = cast(int, page) * SIGN_PAGE
-            alive[start:start + SIGN_PAGE], signs[start:start + SIGN_PAGE] = _sign_page(cast(bytes, bits), width)
+            raw = np.frombuffer(cast(bytes, bits), np.uint8)
+            live[cast(int, page)], signs[cast(int, page)] = raw[:SIGN_PAGE // 8], raw[SIGN_PAGE // 8:]
+        slots = count * SIGN_PAGE
+        alive = np.unpackbits(live, axis=1).astype(bool).reshape(slots)
+        signs = signs.reshape(slots, width)
         chunks_of: dict[int, list[int]] | None = None
         if not filters.is_empty():
             where, params = self._filter(filters)
@@ -928,7 +932,8 @@ class SqliteStore:
         if k <= 0:
             return []
         query_words = quantized.sign_words(quantized.sign_bytes(query[None, :]))[:, 0]
-        rows = quantized.shortlist(quantized.sign_words(signs), query_words, quantized.shortlist_size(k), alive)
+        # the words of each vector left where they lie (a strided pass per word beats a transposed copy)
+        rows = quantized.shortlist(signs.view(np.uint64).T, query_words, quantized.shortlist_size(k), alive)
         ids, held = self._coded(self._db.execute(
             "SELECT id, scale, norm, codes FROM vector_codes WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
             (json.dumps(rows.tolist()),),
