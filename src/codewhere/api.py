@@ -352,11 +352,14 @@ class Index:
         if self.settings.lsp:
             report.precise += passes.run_lsp(self.root, store, None, on_file("lsp")).lines
 
-    def refresh_if_free(self, progress: Progress | None = None, vectors: bool = True) -> IndexReport | None:
+    def refresh_if_free(
+        self, progress: Progress | None = None, vectors: bool = True, paths: Sequence[str] | None = None
+    ) -> IndexReport | None:
         """Refresh unless another process is indexing right now, or the index cannot be written
-        (read-only, full disk): then search what is committed, and say why once per process."""
+        (read-only, full disk): then search what is committed, and say why once per process.
+        `paths`: what a quick check found changed (else it checks itself)."""
         try:
-            return self.refresh(progress, wait_seconds=0.0, vectors=vectors, quick=True)
+            return self.refresh(progress, wait_seconds=0.0, vectors=vectors, paths=paths, quick=paths is None)
         except IndexBusyError:
             log.warning("another codewhere process is indexing %s; searching the index as it stands", self.root)
         except IndexNotWritableError as exc:
@@ -387,10 +390,12 @@ class Index:
         early = threading.Thread(target=search, name="codewhere-search", daemon=True)
         early.start()
         changed = freshness.changed_paths(self.root, check.stamps, check.known)
-        early.join()
+        if changed != []:
+            self.store.interrupt()  # its answer will not be used: stop its SQL (a statement at a time)
+        early.join()  # before the refresh's own SQL, which an interrupt still pending would stop too
         if changed == [] and answer and self.store.change_token() == before:
             return answer[0]
-        self.refresh_if_free(progress, vectors=vectors)
+        self.refresh_if_free(progress, vectors=vectors, paths=changed or None)  # None: it checks again
         return self.run(request)
 
     # ---- searching -----------------------------------------------------------------------
