@@ -363,7 +363,7 @@ def test_an_index_past_the_quantize_limit_searches_its_stored_quantized_vectors_
             found = index.store.vector_search(vector, 5, scope)
         assert [c for c, _ in found] == [c for _, c in expected] and all(rows[c].path.startswith("src/") for c, _ in found)
 
-    assert index.store.meta().get(sqlite.QUANTIZED) == "1"
+    assert index.store.meta().get(sqlite.COMPACT) == "1"
     stored_as_computed()
     same_answers()
     _edit(sample_repo / "src/shop/payment.py", NEW_FUNCTION)
@@ -377,14 +377,14 @@ def test_an_index_past_the_quantize_limit_searches_its_stored_quantized_vectors_
     same_answers()
     assert index.store.vector_count() < 12, "below the limit now: the rebuild does not quantize"
     index.refresh(rebuild=True)
-    assert sqlite.QUANTIZED not in index.store.meta()
+    assert sqlite.COMPACT not in index.store.meta()
     assert index.store.vector_search(index.embedder().embed_query("payment"), 5, Filters())  # sqlite-vec's scan
     monkeypatch.setattr(quantized, "QUANTIZE_FROM", 5)
     index.refresh(rebuild=True)
     stored_as_computed()
     same_answers()
     index.store.bind_model(ModelInfo("another", 8, "f"))
-    assert sqlite.QUANTIZED not in index.store.meta() and index.store.quantized_after(0, 10) is None
+    assert sqlite.COMPACT not in index.store.meta() and index.store.quantized_after(0, 10) is None
 
 
 def test_quantized_pages_of_a_transaction_rolled_back_are_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -397,7 +397,7 @@ def test_quantized_pages_of_a_transaction_rolled_back_are_never_written(tmp_path
     first, rolled_back, last = (rng.normal(size=(n, 16)).astype(np.float32) for n in (3, 2, 1))
     with store.transaction():
         store.add_vectors(["a", "b", "c"], first)
-    assert store.meta().get(sqlite.QUANTIZED) == "1"
+    assert store.meta().get(sqlite.COMPACT) == "1"
     with pytest.raises(RuntimeError), store.transaction():
         store.add_vectors(["d", "e"], rolled_back)
         raise RuntimeError("the batch failed")
@@ -422,12 +422,12 @@ def test_an_index_turning_compact_keeps_every_chunk_text_compressed_and_reads_it
     index.refresh()
     before = _read_afresh(index)
     at = index.store.chunk_at("src/shop/cart.py", 3)
-    assert sqlite.QUANTIZED not in index.store.meta()
+    assert sqlite.COMPACT not in index.store.meta()
     assert index.store._db.execute("SELECT count(*) FROM chunks WHERE typeof(text) <> 'text'").get == 0
     monkeypatch.setattr(quantized, "QUANTIZE_FROM", 5)
     _edit(sample_repo / "src/shop/payment.py", NEW_FUNCTION)  # a change adds a vector: the index turns compact
     index.refresh()
-    assert index.store.meta().get(sqlite.QUANTIZED) == "1"
+    assert index.store.meta().get(sqlite.COMPACT) == "1"
     assert index.store._db.execute("SELECT count(*) FROM chunks WHERE typeof(text) <> 'blob'").get == 0
     after = _read_afresh(index)
     kept = {cid: row for cid, row in before.items() if row.path != "src/shop/payment.py"}

@@ -127,6 +127,14 @@ def chunk_text(stored: str | bytes) -> str:
     return stored if isinstance(stored, str) else zlib.decompress(stored).decode()
 
 
+def nearest_chunks(by_vector: dict[int, float], pairs: Iterable[tuple[int, int]], limit: int) -> list[tuple[int, float]]:
+    """(chunk id, cosine similarity) of the chunks holding the nearest texts (`by_vector`: vector
+    id → cosine distance; `pairs`: (vector id, chunk id)), by distance then chunk id: what a
+    store's KNN answers."""
+    found = sorted((by_vector[vid], cid) for vid, cid in pairs)
+    return [(cid, 1.0 - d) for d, cid in found[:limit]]
+
+
 def chunk_row(row: Sequence[Any]) -> ChunkRow:
     """A row of CHUNK_ROW_COLUMNS (each store fills in how it reads the repository's name and the
     joined definitions); its last column, the file id, is left out."""

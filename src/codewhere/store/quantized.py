@@ -74,6 +74,15 @@ def shortlist_size(k: int) -> int:
     return max(SHORTLIST_MIN, SHORTLIST_PER_RESULT * k)
 
 
+def by_codes(keys: np.ndarray, codes: np.ndarray, scales: np.ndarray, norms: np.ndarray, query: np.ndarray,
+             k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(keys, cosine distances) of the `k` nearest of a shortlist by its byte codes, nearest
+    first (ties by key)."""
+    distance = code_distances(codes, scales, norms, query)
+    order = np.lexsort((keys, distance))[:k]
+    return keys[order], distance[order]
+
+
 @dataclass(frozen=True)
 class QuantizedVectors:
     words: np.ndarray  # (words, n) uint64 sign bits
@@ -107,6 +116,4 @@ class QuantizedVectors:
         """(rows, cosine distances) of about the `k` nearest live vectors, nearest first: the
         shortlist of the smallest Hamming distances, ordered by the byte codes."""
         rows = shortlist(self.words, _sign_words(np.asarray(query, np.float32)[None, :])[:, 0], shortlist_size(k), alive)
-        distance = code_distances(self.codes[rows], self.scales[rows], self.norms[rows], query)
-        order = np.lexsort((rows, distance))[:k]
-        return rows[order], distance[order]
+        return by_codes(rows, self.codes[rows], self.scales[rows], self.norms[rows], query, k)

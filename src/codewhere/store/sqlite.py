@@ -46,6 +46,7 @@ from codewhere.store.base import (
     edge_sources_sql,
     grouped,
     like_escape,
+    nearest_chunks,
     path_bounds,
     smallest_chunk_by_line,
     spelled_keys,
@@ -79,13 +80,13 @@ BUSY_TIMEOUT_MS = 10_000
 WRITER_CACHE_KIB = 65_536  # page cache of a connection that writes (SQLite: negative cache_size = KiB)
 QUANTIZE_PAGE = 50_000  # vectors read at a time when an index first quantizes them
 SIGN_PAGE = 256  # vectors per row of `vector_signs` (8 KB at 256 dimensions)
-QUANTIZED = "compact"  # meta: "1" once the index holds QUANTIZE_FROM vectors and keeps the compact form
+COMPACT = "compact"  # meta: "1" once the index holds QUANTIZE_FROM vectors and keeps the compact form
 TEXT_LEVEL = 6  # zlib level of a compact index's chunk text (the kernel's: 2.4x smaller; level 1: 2.3x)
 # The compact form of an index past QUANTIZE_FROM vectors: the vectors' sign bits (32 bytes each, in
 # pages) and byte codes instead of float32 vectors, so a one-shot search reads the bits in one pass
 # for a Hamming shortlist and the codes of the shortlist, as the warm reader searches (sqlite-vec's
 # scan of the kernel's 1.37 M float32 vectors: 0.6 s); and chunk text compressed.
-_QUANTIZED_SCHEMA = """
+_COMPACT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS vector_signs(page INTEGER PRIMARY KEY, bits BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS vector_codes(id INTEGER PRIMARY KEY, scale REAL NOT NULL, norm REAL NOT NULL, codes BLOB NOT NULL);
 """
@@ -610,7 +611,7 @@ class SqliteStore:
         # ids given here (what SQLite would pick: one past the largest) so that each table takes
         # all of a file's rows in one executemany instead of a statement per row
         ids = self._next_ids("chunks", len(chunks))
-        compact = self._quantized()
+        compact = self._compact()
         self._db.executemany(
             """INSERT INTO chunks(id, file_id, start_line, end_line, content_hash, text, embed_text, mentions,
                                   unit_start, unit_end, unit_name)
@@ -688,7 +689,7 @@ class SqliteStore:
             self.set_meta({"model_id": info.id, "model_dim": str(info.dim), "model_fingerprint": info.fingerprint})
             self._db.execute("DELETE FROM embeddings")
             self._db.execute("DROP TABLE IF EXISTS vec_chunks")
-            self._drop_quantized()
+            self._drop_compact()
             self._db.execute(
                 f"CREATE VIRTUAL TABLE vec_chunks USING vec0(embedding float[{int(info.dim)}] distance_metric=cosine)"
             )
@@ -727,7 +728,7 @@ class SqliteStore:
         with self.transaction():  # quantized copies are finished at its commit
             ids = self._next_ids("embeddings", len(first))
             self._db.executemany("INSERT INTO embeddings(id, content_hash) VALUES(?, ?)", zip(ids, first, strict=True))
-            if ids and self._quantized():  # kept quantized only
+            if ids and self._compact():  # kept quantized only
                 self._write_quantized(np.asarray(ids, np.int64), np.asarray(vectors, np.float32)[list(first.values())])
             else:
                 self._db.executemany(
@@ -748,23 +749,24 @@ class SqliteStore:
                 orphan_sql + " AND e.content_hash IN (SELECT value FROM json_each(?))", (json.dumps(sorted(among)),)
             )]
         with self.transaction():
-            for row_id in orphans:
-                self._db.execute("DELETE FROM vec_chunks WHERE rowid = ?", (row_id,))
-                self._db.execute("DELETE FROM embeddings WHERE id = ?", (row_id,))
-            if orphans and self._quantized():
-                self._db.executemany("DELETE FROM vector_codes WHERE id = ?", [(i,) for i in orphans])
+            rows = [(i,) for i in orphans]
+            self._db.executemany("DELETE FROM embeddings WHERE id = ?", rows)
+            if rows and self._compact():
+                self._db.executemany("DELETE FROM vector_codes WHERE id = ?", rows)
                 self._stage_signs(np.asarray(orphans, np.int64), None)
+            else:
+                self._db.executemany("DELETE FROM vec_chunks WHERE rowid = ?", rows)
         return len(orphans)
 
-    # ---- quantized copies of the vectors (past QUANTIZE_FROM) ------------------------------
+    # ---- the compact form (past QUANTIZE_FROM vectors) --------------------------------------
 
-    def _quantized(self) -> bool:
-        return bool(self._db.execute("SELECT 1 FROM meta WHERE key = ? AND value = '1'", (QUANTIZED,)).fetchone())
+    def _compact(self) -> bool:
+        return bool(self._db.execute("SELECT 1 FROM meta WHERE key = ? AND value = '1'", (COMPACT,)).fetchone())
 
-    def _drop_quantized(self) -> None:
+    def _drop_compact(self) -> None:
         self._db.execute("DROP TABLE IF EXISTS vector_signs")
         self._db.execute("DROP TABLE IF EXISTS vector_codes")
-        self._db.execute("DELETE FROM meta WHERE key = ?", (QUANTIZED,))
+        self._db.execute("DELETE FROM meta WHERE key = ?", (COMPACT,))
         self._staged_signs.clear()
 
     def _write_quantized(self, ids: np.ndarray, matrix: np.ndarray) -> None:
@@ -802,8 +804,8 @@ class SqliteStore:
     def _finish_vectors(self) -> None:
         """At a commit: write the staged sign pages, and quantize every vector once the index
         holds QUANTIZE_FROM of them."""
-        if self._vectors_added and not self._quantized() and self._crossed_quantize_from():
-            self._quantize_all()
+        if self._vectors_added and not self._compact() and self._crossed_quantize_from():
+            self._make_compact()
         self._vectors_added = False
         if self._staged_signs:
             self._db.executemany("INSERT OR REPLACE INTO vector_signs(page, bits) VALUES(?, ?)",
@@ -816,9 +818,9 @@ class SqliteStore:
             return False
         return int(self._db.execute("SELECT count(*) FROM embeddings").get) >= quantized.QUANTIZE_FROM
 
-    def _quantize_all(self) -> None:
+    def _make_compact(self) -> None:
         """Switch to the compact form: every vector quantized, every chunk text compressed."""
-        self._db.execute(_QUANTIZED_SCHEMA)
+        self._db.execute(_COMPACT_SCHEMA)
         last = 0
         while True:
             ids, matrix = self.vectors_after(last, QUANTIZE_PAGE)
@@ -833,7 +835,7 @@ class SqliteStore:
             self._db.executemany("UPDATE chunks SET text = ? WHERE id = ?",
                                  [(_packed(text), cid) for cid, text in rows if isinstance(text, str)])
             last = cast(int, rows[-1][0])
-        self.set_meta({QUANTIZED: "1"})
+        self.set_meta({COMPACT: "1"})
         # from here on the codes are the vectors: the float32 copy (1.34 GB on the kernel) goes
         self._db.execute("DROP TABLE vec_chunks")
         self._db.execute(f"CREATE VIRTUAL TABLE vec_chunks USING vec0(embedding float[{self._dim()}] distance_metric=cosine)")
@@ -850,10 +852,8 @@ class SqliteStore:
         info = self.model()
         if info is None:
             return np.empty(0, np.int64), np.empty((0, 0), np.float32)
-        if self._quantized():  # the byte codes are all the index keeps: about the vectors
-            ids, held = self._coded(self._db.execute(
-                "SELECT id, scale, norm, codes FROM vector_codes WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
-            ).fetchall())
+        if self._compact():  # the byte codes are all the index keeps: about the vectors
+            ids, held = self._codes_after(after_id, limit)
             return ids, held.codes.astype(np.float32) * held.scales[:, None]
         # paged through the embeddings' key: vec0 itself answers `rowid > ? ORDER BY rowid` by a
         # scan (1 s a page on the kernel; 0.25 s this way)
@@ -880,7 +880,7 @@ class SqliteStore:
         if self.model() is None:
             return []
         blob = np.asarray(query, np.float32).tobytes()
-        if self._quantized():
+        if self._compact():
             with self.read_snapshot():
                 return self._quantized_search(np.asarray(query, np.float32), limit, filters)
         if filters.is_empty():
@@ -906,27 +906,15 @@ class SqliteStore:
         """What `WarmVectors.search` answers over quantized vectors, read from disk: the sign
         pages in one pass, the byte codes of the shortlist by id. With filters, only the texts
         of chunks they let through are candidates, and only those chunks answer."""
-        width = self._sign_width()
-        pages = self._db.execute("SELECT page, bits FROM vector_signs ORDER BY page").fetchall()
-        if not pages or limit <= 0:
-            return []
-        # each page copied once into its place: its bitmap of live slots, and their sign bytes
-        count = cast(int, pages[-1][0]) + 1
-        live, signs = np.zeros((count, SIGN_PAGE // 8), np.uint8), np.zeros((count, SIGN_PAGE * width), np.uint8)
-        for page, bits in pages:
-            raw = np.frombuffer(cast(bytes, bits), np.uint8)
-            live[cast(int, page)], signs[cast(int, page)] = raw[:SIGN_PAGE // 8], raw[SIGN_PAGE // 8:]
-        slots = count * SIGN_PAGE
-        alive = np.unpackbits(live, axis=1).astype(bool).reshape(slots)
-        signs = signs.reshape(slots, width)
+        alive, signs = self._sign_pages()
         chunks_of: dict[int, list[int]] | None = None
         if not filters.is_empty():
             where, params = self._filter(filters)
             chunks_of = grouped(self._db.execute(
                 f"""SELECT e.id, c.id FROM chunks c JOIN files f ON f.id = c.file_id
                     JOIN embeddings e ON e.content_hash = c.content_hash WHERE 1{where}""", params))
-            allowed = np.zeros(slots, bool)
-            allowed[[i for i in chunks_of if i < slots]] = True
+            allowed = np.zeros(len(alive), bool)
+            allowed[[i for i in chunks_of if i < len(alive)]] = True
             alive &= allowed
         k = min(limit, int(alive.sum()))
         if k <= 0:
@@ -938,13 +926,24 @@ class SqliteStore:
             "SELECT id, scale, norm, codes FROM vector_codes WHERE id IN (SELECT value FROM json_each(?)) ORDER BY id",
             (json.dumps(rows.tolist()),),
         ).fetchall())
-        distance = quantized.code_distances(held.codes, held.scales, held.norms, query)
-        order = np.lexsort((ids, distance))[:k]
-        by_vector = {int(ids[i]): float(distance[i]) for i in order}
+        nearest, distances = quantized.by_codes(ids, held.codes, held.scales, held.norms, query, k)
+        by_vector = dict(zip(nearest.tolist(), distances.tolist(), strict=True))
         pairs = (self.chunks_of_vectors(list(by_vector)) if chunks_of is None
                  else [(vid, cid) for vid in by_vector for cid in chunks_of[vid]])
-        found = sorted((by_vector[vid], cid) for vid, cid in pairs)
-        return [(cid, 1.0 - d) for d, cid in found[:limit]]
+        return nearest_chunks(by_vector, pairs, limit)
+
+    def _sign_pages(self, first: int = 0, last: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(live, sign bytes) of every vector slot of the pages `first` to `last` (default: the
+        last page), slot 0 being page `first`'s first; each page copied once into its place."""
+        width = self._sign_width()
+        pages = self._db.execute("SELECT page, bits FROM vector_signs WHERE page >= ? AND page <= coalesce(?, page) ORDER BY page",
+                                 (first, last)).fetchall()
+        count = (cast(int, pages[-1][0]) + 1 - first if last is None else last + 1 - first) if pages else 0
+        live, signs = np.zeros((count, SIGN_PAGE // 8), np.uint8), np.zeros((count, SIGN_PAGE * width), np.uint8)
+        for page, bits in pages:
+            raw = np.frombuffer(cast(bytes, bits), np.uint8)
+            live[cast(int, page) - first], signs[cast(int, page) - first] = raw[:SIGN_PAGE // 8], raw[SIGN_PAGE // 8:]
+        return np.unpackbits(live, axis=1).astype(bool).reshape(-1), signs.reshape(count * SIGN_PAGE, width)
 
     def _coded(self, rows: list[tuple[object, ...]]) -> tuple[np.ndarray, quantized.QuantizedVectors]:
         """(ids, byte codes with scales and norms; no sign bits) of `vector_codes` rows."""
@@ -957,23 +956,19 @@ class SqliteStore:
     def quantized_after(self, after_id: int, limit: int) -> tuple[np.ndarray, quantized.QuantizedVectors] | None:
         """(ids, quantized vectors) of up to `limit` vectors above `after_id`, in id order, as the
         index stores them; None when it stores none (below QUANTIZE_FROM vectors)."""
-        if not self._quantized():
+        if not self._compact():
             return None
-        width = self._sign_width()
         with self.read_snapshot():
-            ids, held = self._coded(self._db.execute(
-                "SELECT id, scale, norm, codes FROM vector_codes WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
-            ).fetchall())
-            signs = np.zeros((len(ids), width), np.uint8)
-            if len(ids):
-                pages, slots = np.divmod(ids, SIGN_PAGE)
-                for page, bits in self._db.execute(
-                    "SELECT page, bits FROM vector_signs WHERE page BETWEEN ? AND ?", (int(pages[0]), int(pages[-1]))
-                ):
-                    _, on_disk = _sign_page(cast(bytes, bits), width)
-                    on_page = pages == page
-                    signs[on_page] = on_disk[slots[on_page]]
-        return ids, quantized.QuantizedVectors(quantized.sign_words(signs), held.codes, held.scales, held.norms)
+            ids, held = self._codes_after(after_id, limit)
+            first = int(ids[0]) // SIGN_PAGE if len(ids) else 0
+            _, signs = self._sign_pages(first, int(ids[-1]) // SIGN_PAGE if len(ids) else first)
+        words = quantized.sign_words(signs[ids - first * SIGN_PAGE])
+        return ids, quantized.QuantizedVectors(words, held.codes, held.scales, held.norms)
+
+    def _codes_after(self, after_id: int, limit: int) -> tuple[np.ndarray, quantized.QuantizedVectors]:
+        return self._coded(self._db.execute(
+            "SELECT id, scale, norm, codes FROM vector_codes WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
+        ).fetchall())
 
     def clear_files(self) -> None:
         """Forget every file (a chunker change): the next refresh re-reads and re-chunks all."""

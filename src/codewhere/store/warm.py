@@ -19,7 +19,7 @@ from typing import cast
 
 import numpy as np
 
-from codewhere.store.base import ChunkAt, VectorSource, WarmStore, spelled_keys
+from codewhere.store.base import ChunkAt, VectorSource, WarmStore, nearest_chunks, spelled_keys
 from codewhere.store.quantized import QUANTIZE_FROM, QuantizedVectors
 from codewhere.store.warm_keywords import WarmKeywords
 from codewhere.store.warm_keywords import build as build_keywords
@@ -186,8 +186,7 @@ class WarmVectors:
             distance = np.where(self.alive, np.float32(1.0) - similarity, np.float32(np.inf)).astype(np.float32)
             nearest = np.argpartition(distance, k - 1)[:k] if k < len(distance) else np.arange(len(distance))
             by_vector = {int(self.ids[i]): float(distance[i]) for i in nearest}
-        found = sorted((by_vector[vid], cid) for vid, cid in store.chunks_of_vectors(list(by_vector)))
-        return [(cid, 1.0 - d) for d, cid in found[:limit]]
+        return nearest_chunks(by_vector, store.chunks_of_vectors(list(by_vector)), limit)
 
 
 class WarmReader:
