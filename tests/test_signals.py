@@ -22,12 +22,13 @@ ANY_QUERY = parse_query("")  # for the signals that read only the candidates
 
 
 def cand(cid: int, score: float, path: str = "src/a.py", kind: FileKind = FileKind.CODE, head: str = "",
-         defines: tuple[str, ...] = (), why: Mapping[str, object] | None = None, unit: str | None = None) -> Ranked:
+         defines: tuple[str, ...] = (), why: Mapping[str, object] | None = None, unit: str | None = None,
+         unit_lines: int = 6) -> Ranked:
     """A fused candidate. `defines`: names as written, as the store keeps them beside their compound form;
-    `unit`: the name of the definition it belongs to (none: a chunk of no definition)."""
+    `unit`: the name of the definition it belongs to (none: a chunk of no definition), `unit_lines` long."""
     lines = head.count("\n") + (0 if head.endswith("\n") else 1)
     row = ChunkRow(cid, path, 1, lines, kind, "python", head, "", tuple(compound(n) for n in defines), spelled=defines,
-                   unit=None if unit is None else Unit(10 * cid, 10 * cid + 5, unit))
+                   unit=None if unit is None else Unit(100 * cid, 100 * cid + unit_lines - 1, unit))
     return Ranked(cid, score, why or {}, row)
 
 
@@ -36,16 +37,17 @@ Links = Mapping[int, Sequence[int] | Mapping[int, float]]
 
 def run(candidates: Sequence[Ranked], query: str | object, *signals: str, params: RankingParams = P,
         evidence: Links | Callable[[], Links] | None = None,
-        fetch: Callable[[Sequence[int]], Mapping[int, Ranked]] | None = None, limit: int | None = None) -> list[Ranked]:
+        fetch: Callable[[Sequence[int]], Mapping[int, Ranked]] | None = None, limit: int | None = None,
+        keyword: Mapping[int, float] | None = None) -> list[Ranked]:
     """ranking.rank over candidates (or an earlier ranking's output) with the named signals;
-    evidence targets given as a list weigh 1 each."""
+    evidence targets given as a list weigh 1 each; `keyword`: BM25 scores by chunk id."""
     shape = parse_query(query) if isinstance(query, str) else query
     read = evidence if callable(evidence) or evidence is None else (lambda: evidence)
     links = None if read is None else (lambda: {s: t if isinstance(t, Mapping) else dict.fromkeys(t, 1.0)
                                                 for s, t in read().items()})
     rows = None if fetch is None else (lambda wanted: {cid: c.row for cid, c in fetch(wanted).items()})
     return ranking.rank([c.row for c in candidates], [c.score for c in candidates], [c.why for c in candidates], shape,
-                        signals, params, links, rows, limit)
+                        signals, params, links, rows, limit, keyword)
 
 
 def path_of(c: Ranked, query: object, params: RankingParams = P) -> float:
@@ -439,6 +441,37 @@ def test_function_reads_each_chunks_score_before_the_files_lift() -> None:
     out = run([header, parse, *others], "parse the header", "coherence", "function")
     assert ids(out)[0] == 2 and out[0].score > 0.020  # the lifted place, held by the definition
     assert ids(out)[-1] == 1
+
+
+def test_function_orders_a_files_chunks_by_their_keyword_scores() -> None:
+    """Fused ranks put `connect` first in client.py (keyword rank 40, vector rank 5 fuse like the
+    reverse); `retry` holds the question's words better. It takes the file's place; a chunk the
+    deeper keyword read did not reach (no score) comes after those it did."""
+    connect = cand(1, 0.030, "src/client.py", unit="connect")
+    retry = cand(2, 0.020, "src/client.py", unit="retry")
+    close = cand(3, 0.022, "src/client.py", unit="close")
+    other = cand(4, 0.025, "src/proxy.py", unit="bypass")
+    without = run([connect, retry, close, other], "retry a failed request", "function")
+    assert ids(without) == [1, 4, 3, 2]
+    scores = {1: 2.0, 2: 5.0, 4: 3.0}
+    out = run([connect, retry, close, other], "retry a failed request", "function", keyword=scores)
+    assert ids(out) == [2, 4, 1, 3] and [c.score for c in out] == [c.score for c in without]
+    assert out[0].why["function"] == 1 and out[2].why["function"] == 2 and out[3].why["function"] == 3
+    # a file where the deeper read found none of its chunks keeps its chunks' own order
+    assert ids(run([connect, retry, close, other], "retry a failed request", "function", keyword={4: 3.0})) == ids(without)
+
+
+def test_function_prefers_the_longer_definition_and_keeps_the_per_chunk_signals() -> None:
+    """Of two functions with the same BM25 score, the longer one (BM25 normalised its length
+    away); a per-chunk signal (size: a three-line chunk steps back) still counts."""
+    short = cand(1, 0.030, "src/a.py", unit="short", unit_lines=3)
+    long = cand(2, 0.020, "src/a.py", head="\n" * 19, unit="long", unit_lines=60)
+    assert ids(run([short, long], ANY_QUERY, "function", keyword={1: 4.0, 2: 4.0})) == [2, 1]
+    assert ids(run([short, long], ANY_QUERY, "function", keyword={1: 4.0, 2: 4.0},
+                   params=P.with_values({"function_length_exponent": 0.0}))) == [1, 2]  # a tie keeps the file's order
+    # 6 × 3^0.1 = 6.70 over 4 × 60^0.1 = 6.02; with size the three-line chunk × 0.7 = 4.69 falls behind
+    assert ids(run([short, long], ANY_QUERY, "function", keyword={1: 6.0, 2: 4.0})) == [1, 2]
+    assert ids(run([short, long], ANY_QUERY, "size", "function", keyword={1: 6.0, 2: 4.0})) == [2, 1]
 
 
 def test_function_keeps_a_hard_caps_places() -> None:

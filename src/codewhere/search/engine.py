@@ -49,8 +49,11 @@ def hybrid_ranked(
 ) -> list[Ranked]:
     """RRF (k=60) over the keyword top 30, the vector top 30 and the chunks defining a queried
     name, then the ranking signals (search/ranking/) unless disabled."""
+    # the function signal orders a file's chunks by their BM25 scores: read deeper than fusion does
+    deeper = params.function_keyword_depth if "function" not in disabled else 0
+    keyword = bm25_ranking(store, query, max(params.rrf_depth, deeper), filters, params)
     rankings = {
-        "keyword": [cid for cid, _ in bm25_ranking(store, query, params.rrf_depth, filters, params)],
+        "keyword": [cid for cid, _ in keyword[:params.rrf_depth]],
         "semantic": [cid for cid, _ in store.vector_search(embedder.embed_query(query.text), params.rrf_depth, filters)],
     }
     if disabled >= set(ranking.SIGNALS):  # plain fusion: the baseline the signals are measured against
@@ -73,6 +76,7 @@ def hybrid_ranked(
     return ranking.rank(
         chunks, [score for _, score, _ in found], [why for _, _, why in found], query, steps, params,
         lambda: _evidence(store, chunks, filters, params), lambda ids: store.chunk_rows(ids, filters), limit,
+        dict(keyword),
     )
 
 

@@ -38,6 +38,8 @@ class RankingParams:
     max_per_file: int = 1  # chunks of one file at full score; each further one is multiplied by file_repeat_decay
     file_repeat_decay: float = 0.15  # 0 pushes a file's extra chunks below every other file's (a hard cap)
     anonymous_chunk_factor: float = 0.5  # function: × a chunk of no definition (imports, doc comments between functions), in its file's order
+    function_keyword_depth: int = 100  # function: the keyword list is read this deep for the BM25 scores of a file's chunks ...
+    function_length_exponent: float = 0.1  # ... each × its definition's lines to this power
     signature_weight: float = 0.4  # × (1 + weight × share of query terms in the symbol's name and signature)
     small_chunk_lines: int = 10  # chunks of at most this many lines (getters, one-line declarations) ...
     small_chunk_penalty: float = 0.7  # ... × this: they match a question's words by density, not by substance

@@ -46,11 +46,13 @@ def rank(
     evidence: Callable[[], Evidence] | None = None,
     fetch: Fetch | None = None,
     limit: int | None = None,
+    keyword: Mapping[int, float] | None = None,
 ) -> list[Ranked]:
     """The `signals` over fused candidates (their rows, fused scores and `why`s): the best `limit`
     (default all), best first, each with its signals' factors in `why`. `evidence` reads the
     links only when that signal runs (not when the query asks for tests or docs); `fetch` reads
-    the chunks they point at that are not candidates yet, which join at score 0."""
+    the chunks they point at that are not candidates yet, which join at score 0. `keyword`: BM25
+    scores by chunk id, which `function` orders a file's chunks by."""
     run = Scores(rows, scores, whys, params)
     if "definition" in signals and query.names:  # no name asked for: the factor is 1 for every chunk
         run.multiply(query, [("definition", definition_factor)])
@@ -64,7 +66,7 @@ def rank(
     if "coherence" in signals:
         capped = cohere(run, query)
     if "function" in signals:
-        capped = place_functions(run, query, own, capped)
+        capped = place_functions(run, query, own, scores, keyword or {}, capped)
     order = run.ranked()
     if capped:  # file_repeat_decay 0: a file's extra chunks after every file's kept ones
         order = [i for i in order if i not in capped] + [i for i in order if i in capped]

@@ -1,33 +1,46 @@
 """Signal `function`: the file is ranked by its best chunk, the answer is the file's best
-definition. Inside a file the chunks keep the order of their own scores (retrieval and the
-per-chunk signals, before `folder` and `coherence` lift the file's best one), except that a
-chunk of no definition steps back (`anonymous_chunk_factor`): imports, a file's header, the doc
-comment and tail between two functions match a question's words without being the code that
-does what it asks. Unless it defines a queried name (`module Helpers` opening a long module
-answers `Sinatra::Helpers`). The places each file holds in the ranking (where its lifted and
-decayed scores put them) stay as they are: the signal changes which chunk fills them, never
-which files a page shows or where."""
+definition. Inside a file the chunks are ordered by how well each matches the question's words:
+its BM25 score (read deeper than fusion reads the keyword list, so most candidates of a file
+have one), times its definition's length to a small power (BM25 normalises length away, but of
+two functions that hold the words, the longer one more often does the work asked about), times
+what the per-chunk signals made of it (a definition of a queried name, a test, a short chunk).
+Fused ranks judge a file well and its functions coarsely: a chunk at keyword rank 40 and vector
+rank 5 fuses like one at keyword rank 5 and vector rank 40. A chunk of no definition steps back
+(`anonymous_chunk_factor`): imports, a file's header, the doc comment and tail between two
+functions match a question's words without being the code that does what it asks. Unless it
+defines a queried name (`module Helpers` opening a long module answers `Sinatra::Helpers`). A
+file none of whose candidates holds a query word keeps the order of its chunks' own scores.
+The places each file holds in the ranking (where its lifted and decayed scores put them) stay
+as they are: the signal changes which chunk fills them, never which files a page shows or where."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from codewhere.search.query import Query
 from codewhere.search.ranking.definition import defines_queried
 from codewhere.search.ranking.scores import Scores
+from codewhere.types import ChunkRow
 
 
-def place_functions(run: Scores, query: Query, own: Sequence[float], capped: set[int]) -> set[int]:
-    """Re-place each file's chunks by `own` (their scores before the file-level signals; a chunk
-    of no definition × anonymous_chunk_factor), in the places the file already holds. Returns
-    `capped` (the chunks a hard cap puts after every file's first) for the new order."""
-    factor = run.p.anonymous_chunk_factor
+def place_functions(
+    run: Scores, query: Query, own: Sequence[float], fused: Sequence[float], keyword: Mapping[int, float],
+    capped: set[int],
+) -> set[int]:
+    """Re-place each file's chunks by their match (above), in the places the file already holds.
+    `own`: each chunk's score before the file-level signals; `fused`: its fused score (a chunk
+    evidence brought in has none); `keyword`: BM25 scores by chunk id. Returns `capped` (the
+    chunks a hard cap puts after every file's first) for the new order."""
+    p = run.p
 
-    def evidence(i: int) -> float:
+    def step_back(i: int) -> float:
         row = run.rows[i]
-        if row.unit is None and not (query.names and defines_queried(row, query)):
-            return own[i] * factor
-        return own[i]
+        return p.anonymous_chunk_factor if row.unit is None and not (query.names and defines_queried(row, query)) else 1.0
+
+    def match(i: int) -> float:
+        row = run.rows[i]
+        gained = own[i] / fused[i] if i < len(fused) and fused[i] else 1.0  # the per-chunk signals' product
+        return keyword.get(row.chunk_id, 0.0) * definition_lines(row) ** p.function_length_exponent * gained * step_back(i)
 
     by_file: dict[str, list[int]] = {}
     for i in run.ranked():
@@ -37,7 +50,10 @@ def place_functions(run: Scores, query: Query, own: Sequence[float], capped: set
         if len(members) < 2:
             continue
         place = {i: n for n, i in enumerate(members)}  # ties keep the order the file has
-        order = sorted(members, key=lambda i: (-evidence(i), place[i]))
+        if any(run.rows[i].chunk_id in keyword for i in members):
+            order = sorted(members, key=lambda i: (-match(i), place[i]))
+        else:
+            order = sorted(members, key=lambda i: (-own[i] * step_back(i), place[i]))
         if order == members:
             continue
         slots = [(run.scores[i], i in capped) for i in members]
@@ -50,3 +66,10 @@ def place_functions(run: Scores, query: Query, own: Sequence[float], capped: set
             else:
                 placed.discard(i)
     return placed
+
+
+def definition_lines(row: ChunkRow) -> int:
+    """The length of the definition the chunk belongs to (a window of a long function: the
+    function's), or of the chunk itself."""
+    unit = row.unit
+    return unit.end_line - unit.start_line + 1 if unit else row.end_line - row.start_line + 1
