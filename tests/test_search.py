@@ -199,3 +199,32 @@ def test_a_hit_reports_the_definition_it_belongs_to_once(tmp_path: Path, open_in
     assert hits[0].path == "src/billing.py" and (hits[0].start_line, hits[0].end_line, hits[0].symbol) == (3, end, "settle_all")
     assert sum(1 for h in hits if h.symbol == "settle_all") == 1  # its many windows make one hit
     assert "settle_invoice_line" in hits[0].snippet
+
+
+def test_a_files_words_are_scored_as_one_document_and_kept_with_the_file(tmp_path: Path, open_index) -> None:
+    """The file-words signal reads each file as one document: words spread over two functions of
+    routing.py outscore one of them in each of two files; an edit and a deletion reach it."""
+    from codewhere.search.query import parse_query
+    from codewhere.types import Filters
+
+    write_tree(tmp_path, {
+        "src/routing.py": "def read_setting(config):\n    return config['SERVER_NAME']\n\n\n"
+                          "def match(rule):\n    return rule.subdomain_matching\n",
+        "src/server.py": "def server_name(config):\n    return config['SERVER_NAME']\n",
+        "src/hosts.py": "def subdomains(rule):\n    return rule.subdomain_matching\n",
+    })
+    index = open_index(tmp_path)
+    index.refresh()
+    terms = TermQuery(parse_query("server name subdomain matching").terms)
+
+    def scores(filters: Filters | None = None) -> dict[str, float]:
+        found = index.store.file_keyword_search(terms, 10, filters or Filters())
+        return {path: score for (_, path), score in found.items()}
+
+    first = scores()
+    assert max(first, key=first.__getitem__) == "src/routing.py" and set(first) == {"src/routing.py", "src/server.py", "src/hosts.py"}
+    assert set(scores(Filters(scopes=("src/hosts.py",)))) == {"src/hosts.py"}
+    (tmp_path / "src/routing.py").write_text("def read_setting(config):\n    return config['TIMEOUT']\n")
+    (tmp_path / "src/hosts.py").unlink()
+    index.refresh()
+    assert set(scores()) == {"src/server.py"}  # the edited file's old words and the deleted file are gone

@@ -479,3 +479,21 @@ def test_function_keeps_a_hard_caps_places() -> None:
     low = cand(4, 0.001, "src/low.py")
     out = run([*busy, low], ANY_QUERY, "coherence", "function", params=P.with_values({"file_repeat_decay": 0.0}))
     assert ids(out) == [2, 4, 3, 1]  # busy.py's first place, then low.py, then busy.py's capped ones
+
+
+def test_file_words_lifts_the_chunks_of_the_file_whose_whole_text_holds_the_question() -> None:
+    """jobs.py's best chunk leads; retry.py as a whole holds the question's words better and
+    lifts every chunk of it by 1 + weight × its score over the best file's (another repository's
+    file of the same path, here); a file the list did not reach gains nothing."""
+    jobs = cand(1, 0.030, "src/jobs.py", unit="run")
+    retry = [cand(2, 0.024, "src/retry.py", unit="backoff"), cand(3, 0.012, "src/retry.py", unit="retry")]
+    other = cand(4, 0.020, "src/other.py", unit="f")
+    candidates = [jobs, *retry, other]
+    files = {("", "src/retry.py"): 6.0, ("", "src/jobs.py"): 2.0, ("elsewhere", "src/other.py"): 9.0}
+    assert ids(run(candidates, ANY_QUERY, "file-words")) == [1, 2, 4, 3]  # no scores: nothing moves
+    out = ranking.rank([c.row for c in candidates], [c.score for c in candidates], [{}] * 4, ANY_QUERY,
+                       {"file-words"}, P, files=files)
+    w = P.file_words_weight
+    assert ids(out) == [2, 1, 3, 4] and out[0].why["file-words"] == round(1 + w * 6 / 9, 3)
+    assert out[1].why["file-words"] == round(1 + w * 2 / 9, 3) and "file-words" not in out[3].why
+    assert out[2].score == pytest.approx(0.012 * (1 + w * 6 / 9))

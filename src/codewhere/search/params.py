@@ -37,6 +37,8 @@ class RankingParams:
     coherence: float = 1.5  # × (1 + coherence × its other chunks' score / the best-supported file's) for a file's best chunk
     max_per_file: int = 1  # chunks of one file at full score; each further one is multiplied by file_repeat_decay
     file_repeat_decay: float = 0.15  # 0 pushes a file's extra chunks below every other file's (a hard cap)
+    file_words_weight: float = 1.5  # file-words: × (1 + weight × the file's BM25 as one document / the best file's)
+    file_words_depth: int = 100  # ... over the best this many files
     anonymous_chunk_factor: float = 0.5  # function: × a chunk of no definition (imports, doc comments between functions), in its file's order
     function_keyword_depth: int = 100  # function: the keyword list is read this deep for the BM25 scores of a file's chunks ...
     function_length_exponent: float = 0.1  # ... each × its definition's lines to this power

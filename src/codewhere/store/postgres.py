@@ -176,7 +176,15 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE chunks ADD COLUMN unit_start INTEGER, ADD COLUMN unit_end INTEGER, ADD COLUMN unit_name TEXT;
     DELETE FROM repo_meta WHERE key = 'chunker_version';
     """,
+    # Each file as one document (its path and all its chunks' tokens) for a file-level keyword
+    # score. Forgetting each repository's chunker version makes its next refresh write them.
+    """
+    ALTER TABLE files ADD COLUMN fts TSVECTOR;
+    CREATE INDEX files_fts ON files USING GIN(fts);
+    DELETE FROM repo_meta WHERE key = 'chunker_version';
+    """,
 )
+FILE_FTS_CHARS = 500_000  # of a file's body tokens: a tsvector holds at most 1 MB
 SCHEMA_VERSION = len(MIGRATIONS)
 
 _EDGE_SOURCES_SQL = edge_sources_sql("SELECT unnest(%(targets)s::bigint[])", "SELECT unnest(%(kinds)s::text[])")
@@ -465,6 +473,7 @@ class PostgresStore:
     def _delete_content_of(self, file_id: int) -> None:
         for table in ("chunks", "edges", "symbols"):  # definitions go with their chunks
             self._db.execute(sql.SQL("DELETE FROM {} WHERE file_id = %s").format(sql.Identifier(table)), (file_id,))
+        self._db.execute("UPDATE files SET fts = NULL WHERE id = %s", (file_id,))
 
     def replace_file(
         self,
@@ -479,6 +488,12 @@ class PostgresStore:
         file_id = self._upsert_file(record, digest, None)
         rid = self._rid()
         self._delete_content_of(file_id)
+        if fts_rows:
+            self._db.execute(
+                """UPDATE files SET fts = setweight(to_tsvector('simple', %s), 'B') || setweight(to_tsvector('simple', %s), 'A')
+                   WHERE id = %s""",
+                (fts_rows[0][0], " ".join(body for _, body in fts_rows)[:FILE_FTS_CHARS], file_id),
+            )
         with self._db.cursor() as cur:
             ids: list[int] = []
             if chunks:
@@ -813,6 +828,22 @@ class PostgresStore:
         except psycopg.errors.SyntaxError as exc:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
         return [(int(i), float(s)) for i, s in rows]
+
+    def file_keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> dict[tuple[str, str], float]:
+        text = tsquery_text(query)
+        if not text:
+            return {}
+        where, params = self._filter(filters)
+        try:
+            rows = self._db.execute(
+                f"""SELECT r.name, f.path, ts_rank(%s::float4[], f.fts, q, {RANK_NORMALISATION}) AS score
+                    FROM files f JOIN repos r ON r.id = f.repo_id, to_tsquery('simple', %s) q
+                    WHERE f.fts @@ q {where} ORDER BY score DESC, f.id LIMIT %s""",
+                ([0.0, 0.1, *query.field_weights], text, *params, limit),
+            ).fetchall()
+        except psycopg.errors.SyntaxError as exc:
+            raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
+        return {(str(repo), str(path)): float(score) for repo, path, score in rows}
 
     def chunk_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, ChunkRow]:
         if not ids:

@@ -75,7 +75,7 @@ log = logging.getLogger(__name__)
 
 EDGE_PAGE = 50_000  # edges read at a time by a whole re-resolution
 APPLICATION_ID = 0x63776872  # "cwhr": marks a SQLite file as a codewhere index
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
 BUSY_TIMEOUT_MS = 10_000
 WRITER_CACHE_KIB = 65_536  # page cache of a connection that writes (SQLite: negative cache_size = KiB)
 QUANTIZE_PAGE = 50_000  # vectors read at a time when an index first quantizes them
@@ -127,6 +127,10 @@ CREATE INDEX definitions_chunk ON definitions(chunk_id);
 -- One vector per distinct chunk text: identical chunks (renames, copies) share it.
 CREATE TABLE embeddings(id INTEGER PRIMARY KEY, content_hash TEXT NOT NULL UNIQUE);
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    path, body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
+);
+-- One row per file (rowid = files.id): its path and all its chunks' tokens, for a file's BM25.
+CREATE VIRTUAL TABLE files_fts USING fts5(
     path, body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
 );
 CREATE TABLE symbols(
@@ -585,6 +589,7 @@ class SqliteStore:
             "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)", (file_id,)
         )
         self._db.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+        self._db.execute("DELETE FROM files_fts WHERE rowid = ?", (file_id,))
         self._db.execute(
             "DELETE FROM symbols_fts WHERE rowid IN (SELECT id FROM symbols WHERE file_id = ?)", (file_id,)
         )
@@ -625,6 +630,9 @@ class SqliteStore:
             "INSERT INTO chunks_fts(rowid, path, body) VALUES(?, ?, ?)",
             [(chunk_id, path_tokens, body_tokens) for chunk_id, (path_tokens, body_tokens) in zip(ids, fts_rows, strict=True)],
         )
+        if fts_rows:
+            self._db.execute("INSERT INTO files_fts(rowid, path, body) VALUES(?, ?, ?)",
+                             (file_id, fts_rows[0][0], " ".join(body for _, body in fts_rows)))
         self._db.executemany(
             "INSERT INTO definitions(chunk_id, name, spelled) VALUES(?, ?, ?)",
             [(chunk_id, key, spelled) for chunk_id, chunk in zip(ids, chunks, strict=True)
@@ -972,7 +980,7 @@ class SqliteStore:
 
     def clear_files(self) -> None:
         """Forget every file (a chunker change): the next refresh re-reads and re-chunks all."""
-        for table in ("chunks_fts", "chunks", "symbols_fts", "edges", "symbols", "files"):
+        for table in ("chunks_fts", "files_fts", "chunks", "symbols_fts", "edges", "symbols", "files"):
             self._db.execute(f"DELETE FROM {table}")
 
     # ---- the code graph ------------------------------------------------------------------
@@ -1152,6 +1160,23 @@ class SqliteStore:
         except apsw.SQLError as exc:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
         return [(int(i), -float(s)) for i, s in cast(list[tuple[int, float]], rows)]
+
+    def file_keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> dict[tuple[str, str], float]:
+        """(repository, path) → BM25 score (higher is better) of the best `limit` files, each
+        file scored as one document: its path and all its chunks."""
+        match = fts5_expression(query)
+        where, params = self._filter(filters)
+        if where:
+            sql = f"""SELECT f.path, bm25(files_fts, ?, ?) AS score FROM files_fts JOIN files f ON f.id = files_fts.rowid
+                      WHERE files_fts MATCH ?{where} ORDER BY score LIMIT ?"""
+        else:  # the join only for the files kept
+            sql = """SELECT f.path, s.score FROM (SELECT rowid, bm25(files_fts, ?, ?) AS score FROM files_fts
+                     WHERE files_fts MATCH ? ORDER BY score LIMIT ?) s JOIN files f ON f.id = s.rowid"""
+        try:
+            rows = self._db.execute(sql, (*query.field_weights, match, *params, limit)).fetchall()
+        except apsw.SQLError as exc:
+            raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
+        return {("", str(path)): -float(score) for path, score in cast(list[tuple[str, float]], rows)}  # no repository name, as in its rows
 
     # ---- what a warm reader reads (store/warm.py) -----------------------------------------
 

@@ -16,6 +16,7 @@ from codewhere.search.query import Query
 from codewhere.search.ranking.coherence import cohere, lift_folders
 from codewhere.search.ranking.definition import definition_factor
 from codewhere.search.ranking.evidence import Evidence, Fetch, transfer_evidence
+from codewhere.search.ranking.files import lift_by_file_words
 from codewhere.search.ranking.function import place_functions
 from codewhere.search.ranking.path import path_factor
 from codewhere.search.ranking.penalties import is_evidence_source, kind_factor
@@ -27,7 +28,9 @@ from codewhere.types import ChunkRow, Ranked
 
 __all__ = ["SIGNALS", "fusion_weights", "is_evidence_source", "rank"]
 
-SIGNALS = ("query-shape", "definition", "evidence", "kind-prior", "signature", "path", "size", "folder", "coherence", "function")
+SIGNALS = (
+    "query-shape", "definition", "evidence", "kind-prior", "signature", "path", "size", "folder", "coherence", "file-words", "function",
+)
 # `query-shape` weighs the fusion (see fusion_weights); the rest run here, in this order
 FACTORS: dict[str, Factor] = {
     "definition": definition_factor, "kind-prior": kind_factor, "signature": signature_factor, "path": path_factor,
@@ -47,12 +50,14 @@ def rank(
     fetch: Fetch | None = None,
     limit: int | None = None,
     keyword: Mapping[int, float] | None = None,
+    files: Mapping[tuple[str, str], float] | None = None,
 ) -> list[Ranked]:
     """The `signals` over fused candidates (their rows, fused scores and `why`s): the best `limit`
     (default all), best first, each with its signals' factors in `why`. `evidence` reads the
     links only when that signal runs (not when the query asks for tests or docs); `fetch` reads
     the chunks they point at that are not candidates yet, which join at score 0. `keyword`: BM25
-    scores by chunk id, which `function` orders a file's chunks by."""
+    scores by chunk id, which `function` orders a file's chunks by; `files`: BM25 scores of whole
+    files by (repository, path), which `file-words` lifts a file's chunks by."""
     run = Scores(rows, scores, whys, params)
     if "definition" in signals and query.names:  # no name asked for: the factor is 1 for every chunk
         run.multiply(query, [("definition", definition_factor)])
@@ -65,6 +70,8 @@ def rank(
     capped: set[int] = set()
     if "coherence" in signals:
         capped = cohere(run, query)
+    if "file-words" in signals and files:
+        lift_by_file_words(run, files)
     if "function" in signals:
         capped = place_functions(run, query, own, scores, keyword or {}, capped)
     order = run.ranked()
