@@ -69,6 +69,11 @@ def test_keyword_postings_in_memory_answer_as_the_store(sample_repo: Path, open_
         from_memory = held.search(query.terms, query.field_weights, 30)
         assert [c for c, _ in from_memory] == [c for c, _ in from_store], query
         assert [s for _, s in from_memory] == pytest.approx([s for _, s in from_store], rel=1e-9)
+        # each file as one document (file-words): the same files and scores as files_fts
+        files_in_store = store.file_keyword_search(query, 1000, Filters())
+        files_in_memory = held.file_search(query.terms, query.field_weights, 1000)
+        assert set(files_in_memory) == set(files_in_store), query
+        assert [files_in_memory[f] for f in files_in_store] == pytest.approx(list(files_in_store.values()), rel=1e-9)
     # an edit: the store answers until the postings of the new state are built, then memory does
     _edit(sample_repo / "src/shop/cart.py", NEW_FUNCTION)
     index.refresh()

@@ -227,7 +227,10 @@ class WarmReader:
         return keywords.search(query.terms, query.field_weights, limit)
 
     def file_keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> dict[tuple[str, str], float]:
-        return self.store.file_keyword_search(query, limit, filters)
+        keywords = self._keywords() if filters.is_empty() and query.match == "any" else None
+        if keywords is None:
+            return self.store.file_keyword_search(query, limit, filters)
+        return keywords.file_search(query.terms, query.field_weights, limit)
 
     def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]:
         vectors = self._vectors() if filters.is_empty() and isinstance(self.store, VectorSource) else None

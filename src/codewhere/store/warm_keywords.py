@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -53,7 +53,8 @@ def _tokens(text: str) -> list[str]:
 @dataclass(frozen=True)
 class FileTokens:
     """One file's chunks as postings: for each (chunk, term), the term's count in the path and in
-    the text; and each chunk's length in tokens."""
+    the text; and each chunk's length in tokens. Then the file as one document (the store's
+    `files_fts` row: its path once and every chunk's text): each term's counts and its length."""
 
     chunk_ids: np.ndarray  # int64, one per chunk
     lengths: np.ndarray  # int32, tokens of path and text, one per chunk
@@ -61,6 +62,11 @@ class FileTokens:
     posting_term: np.ndarray  # int32
     in_path: np.ndarray  # float32
     in_text: np.ndarray  # float32
+    key: tuple[str, str] = ("", "")  # (repository, path), as its chunk rows name them
+    file_terms: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    file_in_path: np.ndarray = field(default_factory=lambda: np.empty(0, np.float32))
+    file_in_text: np.ndarray = field(default_factory=lambda: np.empty(0, np.float32))
+    file_length: int = 0
 
 
 class Vocabulary:
@@ -76,6 +82,7 @@ class Vocabulary:
 
 def file_tokens(rows: Sequence[ChunkRow], vocabulary: Vocabulary) -> FileTokens:
     chunk_ids, lengths, chunks, terms, columns = [], [], [], [], []
+    path: list[str] = []
     for n, row in enumerate(rows):
         path = _tokens(row.path)
         text = _tokens(row.text)
@@ -96,8 +103,16 @@ def file_tokens(rows: Sequence[ChunkRow], vocabulary: Vocabulary) -> FileTokens:
     unique, start = np.unique(key, return_index=True)
     in_text = np.add.reduceat(column.astype(np.float32), start)
     counts = np.diff(np.append(start, len(key))).astype(np.float32)
+    posting_term = (unique & 0xFFFFFFFF).astype(np.int32)
+    in_path = counts - in_text
+    # the file as one document: each chunk repeats the path, so a term's path count is any chunk's
+    file_terms, inverse = np.unique(posting_term, return_inverse=True)
+    file_in_path = np.zeros(len(file_terms), np.float32)
+    np.maximum.at(file_in_path, inverse, in_path)
+    file_in_text = np.bincount(inverse, weights=in_text, minlength=len(file_terms)).astype(np.float32)
     return FileTokens(np.asarray(chunk_ids, np.int64), np.asarray(lengths, np.int32), (unique >> 32).astype(np.int32),
-                      (unique & 0xFFFFFFFF).astype(np.int32), counts - in_text, in_text)
+                      posting_term, in_path, in_text, (rows[0].repo, rows[0].path), file_terms.astype(np.int32),
+                      file_in_path, file_in_text, sum(lengths) - (len(rows) - 1) * len(path))
 
 
 class WarmKeywords:
@@ -122,38 +137,77 @@ class WarmKeywords:
         self.doc, self.in_path, self.in_text = doc[order], in_path[order], in_text[order]
         self.starts = np.searchsorted(term[order], np.arange(len(vocabulary.ids) + 1))
         self.rows = len(self.chunk_ids)
-        self.average_length = float(self.lengths.sum()) / self.rows if self.rows else 0.0
+        self.chunk_postings = _Postings(self.starts, self.doc, self.in_path, self.in_text, self.lengths)
+        # the files as documents: only those with a term, as the store's files_fts holds them
+        documents = [t for _, t in parts if len(t.file_terms)]
+        self.file_keys = [t.key for t in documents]
+        if documents:
+            f_doc = np.concatenate([np.full(len(t.file_terms), n, np.int64) for n, t in enumerate(documents)])
+            f_term = np.concatenate([t.file_terms for t in documents])
+            f_order = np.argsort(f_term, kind="stable")
+            self.file_postings = _Postings(
+                np.searchsorted(f_term[f_order], np.arange(len(vocabulary.ids) + 1)), f_doc[f_order],
+                np.concatenate([t.file_in_path for t in documents])[f_order],
+                np.concatenate([t.file_in_text for t in documents])[f_order],
+                np.asarray([t.file_length for t in documents], np.float64),
+            )
+        else:
+            self.file_postings = _Postings(np.zeros(1, np.int64), np.empty(0, np.int64), np.empty(0, np.float32),
+                                           np.empty(0, np.float32), np.empty(0))
 
     def search(self, terms: Sequence[str], weights: tuple[float, float], limit: int) -> list[tuple[int, float]]:
         """(chunk id, score) of the best `limit` chunks holding any of the terms, best first (ties
         by chunk id); the score is FTS5's bm25 with its sign turned, as the store returns it."""
-        if not self.rows or limit <= 0:
+        found = self.chunk_postings.best(self._ids(terms), weights, limit)
+        return sorted(((int(self.chunk_ids[i]), score) for i, score in found), key=lambda f: (-f[1], f[0]))[:limit]
+
+    def file_search(self, terms: Sequence[str], weights: tuple[float, float], limit: int) -> dict[tuple[str, str], float]:
+        """(repository, path) → score of the best `limit` files as documents: the store's
+        file_keyword_search from memory."""
+        return {self.file_keys[i]: score for i, score in self.file_postings.best(self._ids(terms), weights, limit)}
+
+    def _ids(self, terms: Sequence[str]) -> list[int]:
+        known = self.vocabulary.ids
+        return [i for t in dict.fromkeys(fold(t) for t in terms) if (i := known.get(t)) is not None]
+
+
+class _Postings:
+    """Documents (chunks, or files) by term: `starts[term]` to `starts[term + 1]` index `doc`
+    and the term's counts in each document's path and text; `lengths`: each document's tokens."""
+
+    def __init__(self, starts: np.ndarray, doc: np.ndarray, in_path: np.ndarray, in_text: np.ndarray,
+                 lengths: np.ndarray) -> None:
+        self.starts, self.doc, self.in_path, self.in_text, self.lengths = starts, doc, in_path, in_text, lengths
+        average = float(lengths.sum()) / len(lengths) if len(lengths) else 1.0
+        self.norm = K1 * (1.0 - B + B * lengths / average)
+
+    def best(self, term_ids: Sequence[int], weights: tuple[float, float], limit: int) -> list[tuple[int, float]]:
+        """(document index, bm25 score) of the best `limit` documents holding any of the terms,
+        and every document tied with the last one kept; unordered."""
+        rows = len(self.lengths)
+        if not rows or limit <= 0:
             return []
-        scores = np.zeros(self.rows)
-        matched = np.zeros(self.rows, bool)
-        norm = K1 * (1.0 - B + B * self.lengths / self.average_length)
-        for term in dict.fromkeys(fold(t) for t in terms):
-            term_id = self.vocabulary.ids.get(term)
-            if term_id is None or term_id + 1 >= len(self.starts):
+        scores = np.zeros(rows)
+        matched = np.zeros(rows, bool)
+        norm = self.norm
+        for term_id in term_ids:
+            if term_id + 1 >= len(self.starts):
                 continue
             lo, hi = int(self.starts[term_id]), int(self.starts[term_id + 1])
             if lo == hi:
                 continue
-            idf = math.log((self.rows - (hi - lo) + 0.5) / ((hi - lo) + 0.5))
+            idf = math.log((rows - (hi - lo) + 0.5) / ((hi - lo) + 0.5))
             idf = idf if idf > 0.0 else 1e-6
             docs = self.doc[lo:hi]
             frequency = weights[0] * self.in_path[lo:hi].astype(np.float64) + weights[1] * self.in_text[lo:hi]
             scores[docs] += idf * (frequency * (K1 + 1.0)) / (frequency + norm[docs])
             matched[docs] = True
         candidates = np.flatnonzero(matched)
-        if not len(candidates):
-            return []
         if len(candidates) > limit:
-            # keep every chunk tied with the last one kept, so ties are broken by chunk id below
+            # keep every document tied with the last one kept, so the caller breaks ties
             cut = np.partition(scores[candidates], len(candidates) - limit)[len(candidates) - limit]
             candidates = candidates[scores[candidates] >= cut]
-        best = sorted(((-scores[i], int(self.chunk_ids[i])) for i in candidates))[:limit]
-        return [(cid, -negative) for negative, cid in best]
+        return [(int(i), float(scores[i])) for i in candidates]
 
 
 def build(
