@@ -187,9 +187,7 @@ class _Postings:
         rows = len(self.lengths)
         if not rows or limit <= 0:
             return []
-        scores = np.zeros(rows)
-        matched = np.zeros(rows, bool)
-        norm = self.norm
+        spans, weights_of_terms = [], []
         for term_id in term_ids:
             if term_id + 1 >= len(self.starts):
                 continue
@@ -197,11 +195,18 @@ class _Postings:
             if lo == hi:
                 continue
             idf = math.log((rows - (hi - lo) + 0.5) / ((hi - lo) + 0.5))
-            idf = idf if idf > 0.0 else 1e-6
-            docs = self.doc[lo:hi]
-            frequency = weights[0] * self.in_path[lo:hi].astype(np.float64) + weights[1] * self.in_text[lo:hi]
-            scores[docs] += idf * (frequency * (K1 + 1.0)) / (frequency + norm[docs])
-            matched[docs] = True
+            spans.append(np.arange(lo, hi))
+            weights_of_terms.append(np.full(hi - lo, idf if idf > 0.0 else 1e-6))
+        if not spans:
+            return []
+        at = np.concatenate(spans)
+        docs = self.doc[at]
+        frequency = weights[0] * self.in_path[at].astype(np.float64) + weights[1] * self.in_text[at]
+        # one pass over every posting of every term, summed per document in term order (as FTS5 does)
+        scores = np.bincount(docs, weights=np.concatenate(weights_of_terms) * (frequency * (K1 + 1.0)) / (frequency + self.norm[docs]),
+                             minlength=rows)
+        matched = np.zeros(rows, bool)
+        matched[docs] = True
         candidates = np.flatnonzero(matched)
         if len(candidates) > limit:
             # keep every document tied with the last one kept, so the caller breaks ties
