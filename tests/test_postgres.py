@@ -219,6 +219,7 @@ def test_a_version_1_database_is_migrated_and_its_files_rewritten(tmp_path: Path
                         ALTER TABLE codewhere.definitions DROP COLUMN spelled;
                         ALTER TABLE codewhere.repos DROP COLUMN generation;
                         ALTER TABLE codewhere.chunks DROP COLUMN unit_start, DROP COLUMN unit_end, DROP COLUMN unit_name;
+                        ALTER TABLE codewhere.files DROP COLUMN fts;
                         UPDATE codewhere.settings SET value = '1' WHERE key = 'schema_version'""")
     with _open(root) as index:
         report = index.refresh(vectors=False)
@@ -229,6 +230,7 @@ def test_a_version_1_database_is_migrated_and_its_files_rewritten(tmp_path: Path
         assert conn.execute("SELECT count(*) FROM codewhere.symbols WHERE chunk_id IS NULL").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM codewhere.definitions WHERE spelled = ''").fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM codewhere.chunks WHERE unit_name IS NOT NULL").fetchone()[0] > 0
+        assert conn.execute("SELECT count(*) FROM codewhere.files WHERE fts IS NOT NULL").fetchone()[0] > 0  # file-words
 
 
 def test_the_schema_lives_in_its_own_namespace(tmp_path: Path, team_dsn: str) -> None:

@@ -497,3 +497,14 @@ def test_file_words_lifts_the_chunks_of_the_file_whose_whole_text_holds_the_ques
     assert ids(out) == [2, 1, 3, 4] and out[0].why["file-words"] == round(1 + w * 6 / 9, 3)
     assert out[1].why["file-words"] == round(1 + w * 2 / 9, 3) and "file-words" not in out[3].why
     assert out[2].score == pytest.approx(0.012 * (1 + w * 6 / 9))
+
+
+def test_every_signal_that_notes_a_factor_has_a_place_in_the_output_schema() -> None:
+    """The MCP tools' structured output keeps only the `why` keys its schema names: a signal
+    missing there would vanish from agents' answers (file-words did, until this test)."""
+    from codewhere.output import Why
+    from codewhere.render import why_words
+
+    noted = set(ranking.SIGNALS) - {"query-shape"}  # it weighs the fusion, it notes nothing
+    assert noted <= set(Why.__annotations__)
+    assert all(not word.startswith(f"{name}:") for name in noted - {"function", "evidence"} for word in why_words({name: 1.5}))

@@ -24,7 +24,7 @@ from codewhere.types import Hit, SymbolRow
 Why = TypedDict("Why", {
     "keyword": int, "semantic": int, "names": int,
     "definition": float, "evidence": list[int], "kind-prior": float, "signature": float, "path": float,
-    "size": float, "folder": float, "coherence": float, "function": int, "rerank": float,
+    "size": float, "folder": float, "coherence": float, "file-words": float, "function": int, "rerank": float,
 }, total=False)
 
 

@@ -46,7 +46,8 @@ _FOUND_BY = {"keyword": "keyword match (BM25)", "semantic": "meaning (vectors)",
 _SIGNAL_WORDS = {
     "definition": "defines a queried name", "kind-prior": "file kind (test, docs, config, example)",
     "signature": "query words in its name or signature", "path": "query words in its path", "size": "short (ten lines or fewer)",
-    "folder": "strong hits in its folder", "coherence": "other strong hits in its file", "rerank": "cross-encoder score",
+    "folder": "strong hits in its folder", "coherence": "other strong hits in its file",
+    "file-words": "its whole file holds the query's words", "rerank": "cross-encoder score",
 }
 
 
