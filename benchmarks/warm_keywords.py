@@ -52,7 +52,8 @@ def main() -> None:
         started = time.perf_counter()
         postings = build(files)
         built = time.perf_counter() - started
-        size = sum(a.nbytes for a in (postings.doc, postings.in_path, postings.in_text, postings.starts, postings.lengths))
+        size = sum(a.nbytes for held in (postings.chunk_postings, postings.file_postings)
+                   for a in (held.doc, held.in_path, held.in_text, held.starts, held.lengths, held.norm))
         words = [w for row in list(warm.rows.values())[:3000] for w in row.text.split() if w.isalpha() and len(w) > 3]
         rng = random.Random(0)
         questions = FIXED + [" ".join(rng.sample(words, rng.randint(1, 6))) for _ in range(args.queries)]

@@ -8,13 +8,13 @@ from codewhere.embed import Embedder
 from codewhere.graph import GUESSES
 from codewhere.search import ranking
 from codewhere.search.fuse import rrf
-from codewhere.search.keyword import bm25_ranking, definition_ranking
+from codewhere.search.keyword import bm25_ranking, definition_ranking, file_bm25
 from codewhere.search.params import DEFAULT_PARAMS, RankingParams
 from codewhere.search.query import Query
 from codewhere.search.rerank import PairScorer, reorder, rerank_text
 from codewhere.search.snippets import snippet
 from codewhere.store import SearchReader
-from codewhere.types import ChunkRow, FileKind, Filters, Hit, Mode, Ranked, TermQuery
+from codewhere.types import ChunkRow, FileKind, Filters, Hit, Mode, Ranked
 
 
 def keyword_ranked(
@@ -76,17 +76,8 @@ def hybrid_ranked(
     return ranking.rank(
         chunks, [score for _, score, _ in found], [why for _, _, why in found], query, steps, params,
         lambda: _evidence(store, chunks, filters, params), lambda ids: store.chunk_rows(ids, filters), limit,
-        dict(keyword), _file_words(store, query, filters, disabled, params),
+        dict(keyword), file_bm25(store, query, params.file_words_depth, filters, params) if "file-words" not in disabled else {},
     )
-
-
-def _file_words(
-    store: SearchReader, query: Query, filters: Filters, disabled: frozenset[str], params: RankingParams
-) -> dict[tuple[str, str], float]:
-    if "file-words" in disabled or not query.terms:
-        return {}
-    weights = (params.keyword_path_weight, params.keyword_text_weight)
-    return store.file_keyword_search(TermQuery(query.terms, field_weights=weights), params.file_words_depth, filters)
 
 
 def _evidence(

@@ -1,4 +1,5 @@
-"""Keyword retrieval: BM25 over identifier-split tokens, plus definitions of a queried name."""
+"""Keyword retrieval: BM25 over identifier-split tokens (of chunks, and of whole files), plus definitions
+of a queried name."""
 
 from __future__ import annotations
 
@@ -13,8 +14,18 @@ def bm25_ranking(
 ) -> list[tuple[int, float]]:
     if not query.terms:
         return []
-    weights = (params.keyword_path_weight, params.keyword_text_weight)
-    return store.keyword_search(TermQuery(query.terms, field_weights=weights), limit, filters)
+    return store.keyword_search(_term_query(query, params), limit, filters)
+
+
+def file_bm25(store: SearchReader, query: Query, limit: int, filters: Filters, params: RankingParams) -> dict[tuple[str, str], float]:
+    """(repository, path) → BM25 of the best `limit` files, each file one document."""
+    if not query.terms:
+        return {}
+    return store.file_keyword_search(_term_query(query, params), limit, filters)
+
+
+def _term_query(query: Query, params: RankingParams) -> TermQuery:
+    return TermQuery(query.terms, field_weights=(params.keyword_path_weight, params.keyword_text_weight))
 
 
 def definition_ranking(store: SearchReader, query: Query, limit: int, filters: Filters) -> list[int]:

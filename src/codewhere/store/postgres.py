@@ -814,36 +814,28 @@ class PostgresStore:
         return "".join(f" AND {c}" for c in clauses), params
 
     def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:
+        rows = self._ranked(query, limit, filters, f"""SELECT c.id, ts_rank(%s::float4[], c.fts, q, {RANK_NORMALISATION}) AS score
+            FROM chunks c JOIN files f ON f.id = c.file_id, to_tsquery('simple', %s) q
+            WHERE c.fts @@ q {{where}} ORDER BY score DESC, c.id LIMIT %s""")
+        return [(int(i), float(s)) for i, s in rows]
+
+    def file_keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> dict[tuple[str, str], float]:
+        rows = self._ranked(query, limit, filters, f"""SELECT r.name, f.path, ts_rank(%s::float4[], f.fts, q, {RANK_NORMALISATION}) AS score
+            FROM files f JOIN repos r ON r.id = f.repo_id, to_tsquery('simple', %s) q
+            WHERE f.fts @@ q {{where}} ORDER BY score DESC, f.id LIMIT %s""")
+        return {(str(repo), str(path)): float(score) for repo, path, score in rows}
+
+    def _ranked(self, query: TermQuery, limit: int, filters: Filters, sql: str) -> list[Any]:
+        """The rows of a text-search query (`{where}` takes the filter's clauses), given the
+        weights of D, C, B (path) and A (text), the query and the limit; none without terms."""
         text = tsquery_text(query)
         if not text:
             return []
         where, params = self._filter(filters)
         try:
-            rows = self._db.execute(
-                f"""SELECT c.id, ts_rank(%s::float4[], c.fts, q, {RANK_NORMALISATION}) AS score
-                    FROM chunks c JOIN files f ON f.id = c.file_id, to_tsquery('simple', %s) q
-                    WHERE c.fts @@ q {where} ORDER BY score DESC, c.id LIMIT %s""",
-                ([0.0, 0.1, *query.field_weights], text, *params, limit),  # weights of D, C, B (path), A (text)
-            ).fetchall()
+            return self._db.execute(sql.format(where=where), ([0.0, 0.1, *query.field_weights], text, *params, limit)).fetchall()
         except psycopg.errors.SyntaxError as exc:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
-        return [(int(i), float(s)) for i, s in rows]
-
-    def file_keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> dict[tuple[str, str], float]:
-        text = tsquery_text(query)
-        if not text:
-            return {}
-        where, params = self._filter(filters)
-        try:
-            rows = self._db.execute(
-                f"""SELECT r.name, f.path, ts_rank(%s::float4[], f.fts, q, {RANK_NORMALISATION}) AS score
-                    FROM files f JOIN repos r ON r.id = f.repo_id, to_tsquery('simple', %s) q
-                    WHERE f.fts @@ q {where} ORDER BY score DESC, f.id LIMIT %s""",
-                ([0.0, 0.1, *query.field_weights], text, *params, limit),
-            ).fetchall()
-        except psycopg.errors.SyntaxError as exc:
-            raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
-        return {(str(repo), str(path)): float(score) for repo, path, score in rows}
 
     def chunk_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, ChunkRow]:
         if not ids:

@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import apsw
 import numpy as np
@@ -1147,36 +1147,32 @@ class SqliteStore:
 
     def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:
         """(chunk id, BM25 score, higher is better) of the chunks matching the terms."""
-        match = fts5_expression(query)
-        where, params = self._filter(filters)
-        if where:
-            sql = f"""SELECT c.id, bm25(chunks_fts, ?, ?) AS score
-                      FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN files f ON f.id = c.file_id
-                      WHERE chunks_fts MATCH ?{where} ORDER BY score LIMIT ?"""
-        else:  # no filter: the join would run for every match (thousands for a question in words), not only the kept
-            sql = "SELECT rowid, bm25(chunks_fts, ?, ?) AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?"
-        try:
-            rows = self._db.execute(sql, (*query.field_weights, match, *params, limit)).fetchall()
-        except apsw.SQLError as exc:
-            raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
+        rows = self._bm25(query, limit, filters, """SELECT c.id, bm25(chunks_fts, ?, ?) AS score
+                  FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN files f ON f.id = c.file_id
+                  WHERE chunks_fts MATCH ?{where} ORDER BY score LIMIT ?""",
+            # no filter: the join would run for every match (thousands for a question in words), not only the kept
+            "SELECT rowid, bm25(chunks_fts, ?, ?) AS score FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score LIMIT ?")
         return [(int(i), -float(s)) for i, s in cast(list[tuple[int, float]], rows)]
 
     def file_keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> dict[tuple[str, str], float]:
         """(repository, path) → BM25 score (higher is better) of the best `limit` files, each
         file scored as one document: its path and all its chunks."""
+        rows = self._bm25(query, limit, filters, """SELECT f.path, bm25(files_fts, ?, ?) AS score
+                  FROM files_fts JOIN files f ON f.id = files_fts.rowid WHERE files_fts MATCH ?{where} ORDER BY score LIMIT ?""",
+            """SELECT f.path, s.score FROM (SELECT rowid, bm25(files_fts, ?, ?) AS score FROM files_fts
+               WHERE files_fts MATCH ? ORDER BY score LIMIT ?) s JOIN files f ON f.id = s.rowid""")  # the join for the kept only
+        return {("", str(path)): -float(score) for path, score in cast(list[tuple[str, float]], rows)}  # no repository name, as in its rows
+
+    def _bm25(self, query: TermQuery, limit: int, filters: Filters, filtered: str, unfiltered: str) -> list[Any]:
+        """The rows of an FTS5 query: `filtered` (its `{where}` takes the filter's clauses) when
+        filters apply, else `unfiltered`; each takes the field weights, the match and the limit."""
         match = fts5_expression(query)
         where, params = self._filter(filters)
-        if where:
-            sql = f"""SELECT f.path, bm25(files_fts, ?, ?) AS score FROM files_fts JOIN files f ON f.id = files_fts.rowid
-                      WHERE files_fts MATCH ?{where} ORDER BY score LIMIT ?"""
-        else:  # the join only for the files kept
-            sql = """SELECT f.path, s.score FROM (SELECT rowid, bm25(files_fts, ?, ?) AS score FROM files_fts
-                     WHERE files_fts MATCH ? ORDER BY score LIMIT ?) s JOIN files f ON f.id = s.rowid"""
+        sql = filtered.format(where=where) if where else unfiltered
         try:
-            rows = self._db.execute(sql, (*query.field_weights, match, *params, limit)).fetchall()
+            return self._db.execute(sql, (*query.field_weights, match, *params, limit)).fetchall()
         except apsw.SQLError as exc:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
-        return {("", str(path)): -float(score) for path, score in cast(list[tuple[str, float]], rows)}  # no repository name, as in its rows
 
     # ---- what a warm reader reads (store/warm.py) -----------------------------------------
 

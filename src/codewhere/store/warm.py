@@ -221,16 +221,20 @@ class WarmReader:
         return self.store.call_target_chunks(chunk_ids)
 
     def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:
-        keywords = self._keywords() if filters.is_empty() and query.match == "any" else None
+        keywords = self._keywords_for(query, filters)
         if keywords is None:
             return self.store.keyword_search(query, limit, filters)
         return keywords.search(query.terms, query.field_weights, limit)
 
     def file_keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> dict[tuple[str, str], float]:
-        keywords = self._keywords() if filters.is_empty() and query.match == "any" else None
+        keywords = self._keywords_for(query, filters)
         if keywords is None:
             return self.store.file_keyword_search(query, limit, filters)
         return keywords.file_search(query.terms, query.field_weights, limit)
+
+    def _keywords_for(self, query: TermQuery, filters: Filters) -> WarmKeywords | None:
+        """The postings, for an unfiltered any-term query (the rest is the store's)."""
+        return self._keywords() if filters.is_empty() and query.match == "any" else None
 
     def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]:
         vectors = self._vectors() if filters.is_empty() and isinstance(self.store, VectorSource) else None

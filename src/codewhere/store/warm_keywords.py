@@ -116,44 +116,27 @@ def file_tokens(rows: Sequence[ChunkRow], vocabulary: Vocabulary) -> FileTokens:
 
 
 class WarmKeywords:
-    """The postings of every chunk, by term: what `search` reads."""
+    """The postings of every chunk, and of every file as one document, by term: what `search`
+    and `file_search` read."""
 
     def __init__(self, files: Mapping[int, tuple[object, FileTokens]], vocabulary: Vocabulary) -> None:
         self.files = dict(files)  # file id → (its content hash, tokens): reused by the next build
         self.vocabulary = vocabulary
-        parts = list(self.files.values())
-        self.chunk_ids = np.concatenate([t.chunk_ids for _, t in parts]) if parts else np.empty(0, np.int64)
-        self.lengths = np.concatenate([t.lengths for _, t in parts]).astype(np.float64) if parts else np.empty(0)
-        offsets = np.cumsum([0] + [len(t.chunk_ids) for _, t in parts])[:-1]
-        if parts:
-            doc = np.concatenate([t.posting_chunk.astype(np.int64) + o for (_, t), o in zip(parts, offsets, strict=True)])
-            term = np.concatenate([t.posting_term for _, t in parts])
-            in_path = np.concatenate([t.in_path for _, t in parts])
-            in_text = np.concatenate([t.in_text for _, t in parts])
-        else:
-            doc, term = np.empty(0, np.int64), np.empty(0, np.int32)
-            in_path = in_text = np.empty(0, np.float32)
-        order = np.argsort(term, kind="stable")
-        self.doc, self.in_path, self.in_text = doc[order], in_path[order], in_text[order]
-        self.starts = np.searchsorted(term[order], np.arange(len(vocabulary.ids) + 1))
-        self.rows = len(self.chunk_ids)
-        self.chunk_postings = _Postings(self.starts, self.doc, self.in_path, self.in_text, self.lengths)
-        # the files as documents: only those with a term, as the store's files_fts holds them
-        documents = [t for _, t in parts if len(t.file_terms)]
+        parts = [t for _, t in self.files.values()]
+        self.chunk_ids = np.concatenate([t.chunk_ids for t in parts]) if parts else np.empty(0, np.int64)
+        offsets = np.cumsum([0] + [len(t.chunk_ids) for t in parts])[:-1]
+        self.chunk_postings = _Postings.by_term(
+            [t.posting_chunk.astype(np.int64) + o for t, o in zip(parts, offsets, strict=True)],
+            [t.posting_term for t in parts], [t.in_path for t in parts], [t.in_text for t in parts],
+            [t.lengths for t in parts], len(vocabulary.ids),
+        )
+        documents = [t for t in parts if len(t.file_terms)]  # as the store's files_fts: files with a term
         self.file_keys = [t.key for t in documents]
-        if documents:
-            f_doc = np.concatenate([np.full(len(t.file_terms), n, np.int64) for n, t in enumerate(documents)])
-            f_term = np.concatenate([t.file_terms for t in documents])
-            f_order = np.argsort(f_term, kind="stable")
-            self.file_postings = _Postings(
-                np.searchsorted(f_term[f_order], np.arange(len(vocabulary.ids) + 1)), f_doc[f_order],
-                np.concatenate([t.file_in_path for t in documents])[f_order],
-                np.concatenate([t.file_in_text for t in documents])[f_order],
-                np.asarray([t.file_length for t in documents], np.float64),
-            )
-        else:
-            self.file_postings = _Postings(np.zeros(1, np.int64), np.empty(0, np.int64), np.empty(0, np.float32),
-                                           np.empty(0, np.float32), np.empty(0))
+        self.file_postings = _Postings.by_term(
+            [np.full(len(t.file_terms), n, np.int64) for n, t in enumerate(documents)], [t.file_terms for t in documents],
+            [t.file_in_path for t in documents], [t.file_in_text for t in documents],
+            [np.asarray([t.file_length]) for t in documents], len(vocabulary.ids),
+        )
 
     def search(self, terms: Sequence[str], weights: tuple[float, float], limit: int) -> list[tuple[int, float]]:
         """(chunk id, score) of the best `limit` chunks holding any of the terms, best first (ties
@@ -180,6 +163,19 @@ class _Postings:
         self.starts, self.doc, self.in_path, self.in_text, self.lengths = starts, doc, in_path, in_text, lengths
         average = float(lengths.sum()) / len(lengths) if len(lengths) else 1.0
         self.norm = K1 * (1.0 - B + B * lengths / average)
+
+    @classmethod
+    def by_term(cls, doc: list[np.ndarray], term: list[np.ndarray], in_path: list[np.ndarray], in_text: list[np.ndarray],
+                lengths: list[np.ndarray], terms: int) -> _Postings:
+        """Postings given in parts (one per file), sorted by term."""
+        if not term:
+            return cls(np.zeros(terms + 1, np.int64), np.empty(0, np.int64), np.empty(0, np.float32),
+                       np.empty(0, np.float32), np.empty(0))
+        by_term = np.concatenate(term)
+        order = np.argsort(by_term, kind="stable")
+        return cls(np.searchsorted(by_term[order], np.arange(terms + 1)), np.concatenate(doc)[order],
+                   np.concatenate(in_path)[order], np.concatenate(in_text)[order],
+                   np.concatenate(lengths).astype(np.float64))
 
     def best(self, term_ids: Sequence[int], weights: tuple[float, float], limit: int) -> list[tuple[int, float]]:
         """(document index, bm25 score) of the best `limit` documents holding any of the terms,
