@@ -474,6 +474,29 @@ def test_function_prefers_the_longer_definition_and_keeps_the_per_chunk_signals(
     assert ids(run([short, long], ANY_QUERY, "size", "function", keyword={1: 6.0, 2: 4.0})) == [2, 1]
 
 
+def test_function_lifts_the_first_files_second_definition_when_one_file_stands_out() -> None:
+    """The question's words stand out in a.py (whole-file BM25 10 against 2): its second function,
+    matching 0.9 as well as its first, moves above b.py's chunk to the first's score × 0.5 × 0.9;
+    when b.py's file score is close (9), or the second chunk is a window of the same function,
+    a.py's further chunk steps back as before."""
+    def rank(second_unit: str, b_score: float, params: RankingParams = P) -> list[Ranked]:
+        first = cand(1, 0.030, "src/a.py", unit="first")
+        second = cand(2, 0.028, "src/a.py", unit="second")
+        if second_unit == "first":  # a second window of the first function
+            second = Ranked(2, 0.028, {}, second.row._replace(unit=first.row.unit))
+        candidates = [first, second, cand(3, 0.020, "src/b.py", unit="other")]
+        return ranking.rank([c.row for c in candidates], [c.score for c in candidates], [{}] * 3, ANY_QUERY,
+                            {"coherence", "function"}, params, keyword={1: 5.0, 2: 4.5, 3: 1.0},
+                            files={("", "src/a.py"): 10.0, ("", "src/b.py"): b_score})
+
+    lifted = rank("second", 2.0)
+    assert ids(lifted) == [1, 2, 3] and lifted[1].why["function"] == 2
+    assert lifted[1].score == pytest.approx(lifted[0].score * P.function_runner_up * 4.5 / 5.0)
+    assert ids(rank("second", 9.0)) == [1, 3, 2]  # b.py holds the words nearly as well: no single place
+    assert ids(rank("first", 2.0)) == [1, 3, 2]  # a window of the same function is not a second answer
+    assert ids(rank("second", 2.0, P.with_values({"function_runner_up": 0}))) == [1, 3, 2]
+
+
 def test_function_keeps_a_hard_caps_places() -> None:
     busy = [cand(1, 0.03, "src/busy.py"), cand(2, 0.029, "src/busy.py", unit="g"), cand(3, 0.028, "src/busy.py", unit="h")]
     low = cand(4, 0.001, "src/low.py")

@@ -42,6 +42,11 @@ class RankingParams:
     anonymous_chunk_factor: float = 0.5  # function: × a chunk of no definition (imports, doc comments between functions), in its file's order
     function_keyword_depth: int = 100  # function: the keyword list is read this deep for the BM25 scores of a file's chunks ...
     function_length_exponent: float = 0.1  # ... each × its definition's lines to this power
+    # function: when the question's words stand out in one file (the second file's whole-file BM25
+    # below `function_runner_up_when` × the first's), the first ranked file's second definition is
+    # placed at least at its first's score × this × its match / the first's match (0: never)
+    function_runner_up: float = 0.5
+    function_runner_up_when: float = 0.8
     signature_weight: float = 0.4  # × (1 + weight × share of query terms in the symbol's name and signature)
     small_chunk_lines: int = 10  # chunks of at most this many lines (getters, one-line declarations) ...
     small_chunk_penalty: float = 0.7  # ... × this: they match a question's words by density, not by substance

@@ -73,7 +73,7 @@ def rank(
     if "file-words" in signals and files:
         lift_by_file_words(run, files)
     if "function" in signals:
-        capped = place_functions(run, query, own, scores, keyword or {}, capped)
+        capped = place_functions(run, query, own, scores, keyword or {}, capped, files or {})
     order = run.ranked()
     if capped:  # file_repeat_decay 0: a file's extra chunks after every file's kept ones
         order = [i for i in order if i not in capped] + [i for i in order if i in capped]

@@ -11,11 +11,17 @@ functions match a question's words without being the code that does what it asks
 defines a queried name (`module Helpers` opening a long module answers `Sinatra::Helpers`). A
 file none of whose candidates holds a query word keeps the order of its chunks' own scores.
 The places each file holds in the ranking (where its lifted and decayed scores put them) stay
-as they are: the signal changes which chunk fills them, never which files a page shows or where."""
+as they are: the signal changes which chunk fills them, never which files a page shows or where.
+With one exception: when the question's words stand out in one file (its whole-file BM25 well
+above every other file's), the question is most likely about one place, and the first file's
+second definition, when it matches nearly as well as the first, moves up beside it (a file's
+further chunks otherwise step back far behind the other files: right for a question whose
+answer spans files, wrong for "which function does this")."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import heapq
+from collections.abc import Callable, Mapping, Sequence
 
 from codewhere.search.query import Query
 from codewhere.search.ranking.definition import defines_queried
@@ -25,12 +31,13 @@ from codewhere.types import ChunkRow
 
 def place_functions(
     run: Scores, query: Query, own: Sequence[float], fused: Sequence[float], keyword: Mapping[int, float],
-    capped: set[int],
+    capped: set[int], files: Mapping[tuple[str, str], float],
 ) -> set[int]:
     """Re-place each file's chunks by their match (above), in the places the file already holds.
     `own`: each chunk's score before the file-level signals; `fused`: its fused score (a chunk
-    evidence brought in has none); `keyword`: BM25 scores by chunk id. Returns `capped` (the
-    chunks a hard cap puts after every file's first) for the new order."""
+    evidence brought in has none); `keyword`: BM25 scores by chunk id; `files`: whole files'
+    BM25 scores, which say whether one file stands out. Returns `capped` (the chunks a hard cap
+    puts after every file's first) for the new order."""
     p = run.p
 
     def step_back(i: int) -> float:
@@ -46,26 +53,49 @@ def place_functions(
     for i in run.ranked():
         by_file.setdefault(run.rows[i].path, []).append(i)
     placed = set(capped)
-    for members in by_file.values():
+    lift_runner_up = p.function_runner_up > 0 and stands_out(files, p.function_runner_up_when)
+    for file_rank, members in enumerate(by_file.values()):
         if len(members) < 2:
             continue
         place = {i: n for n, i in enumerate(members)}  # ties keep the order the file has
-        if any(run.rows[i].chunk_id in keyword for i in members):
+        by_words = any(run.rows[i].chunk_id in keyword for i in members)
+        if by_words:
             order = sorted(members, key=lambda i: (-match(i), place[i]))
         else:
             order = sorted(members, key=lambda i: (-own[i] * step_back(i), place[i]))
-        if order == members:
-            continue
-        slots = [(run.scores[i], i in capped) for i in members]
-        for slot, ((score, is_capped), i) in enumerate(zip(slots, order, strict=True)):
-            run.scores[i] = score
-            if slot != place[i]:
-                run.note(i, "function", slot + 1)
-            if is_capped:
-                placed.add(i)
-            else:
-                placed.discard(i)
+        if order != members:
+            slots = [(run.scores[i], i in capped) for i in members]
+            for slot, ((score, is_capped), i) in enumerate(zip(slots, order, strict=True)):
+                run.scores[i] = score
+                if slot != place[i]:
+                    run.note(i, "function", slot + 1)
+                if is_capped:
+                    placed.add(i)
+                else:
+                    placed.discard(i)
+        if file_rank == 0 and lift_runner_up and by_words:
+            _lift_runner_up(run, order, placed, match)
     return placed
+
+
+def stands_out(files: Mapping[tuple[str, str], float], ratio: float) -> bool:
+    """Whether the best file's BM25 is the only one or the second best is below `ratio` of it."""
+    best = heapq.nlargest(2, files.values())
+    return bool(best) and best[0] > 0 and (len(best) < 2 or best[1] < ratio * best[0])
+
+
+def _lift_runner_up(run: Scores, order: Sequence[int], capped: set[int], match: Callable[[int], float]) -> None:
+    """The file's best chunk of another definition than its first's, at least at the first's
+    score × `function_runner_up` × its match / the first's (`order`: the file's chunks as placed)."""
+    first = order[0]
+    best = match(first)
+    second = next((i for i in order[1:] if run.rows[i].unit != run.rows[first].unit), None)
+    if second is None or second in capped or best <= 0:
+        return
+    lifted = run.scores[first] * run.p.function_runner_up * match(second) / best
+    if lifted > run.scores[second]:
+        run.scores[second] = lifted
+        run.note(second, "function", 2)
 
 
 def definition_lines(row: ChunkRow) -> int:
