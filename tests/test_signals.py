@@ -38,16 +38,17 @@ Links = Mapping[int, Sequence[int] | Mapping[int, float]]
 def run(candidates: Sequence[Ranked], query: str | object, *signals: str, params: RankingParams = P,
         evidence: Links | Callable[[], Links] | None = None,
         fetch: Callable[[Sequence[int]], Mapping[int, Ranked]] | None = None, limit: int | None = None,
-        keyword: Mapping[int, float] | None = None) -> list[Ranked]:
+        keyword: Mapping[int, float] | None = None, files: Mapping[tuple[str, str], float] | None = None) -> list[Ranked]:
     """ranking.rank over candidates (or an earlier ranking's output) with the named signals;
-    evidence targets given as a list weigh 1 each; `keyword`: BM25 scores by chunk id."""
+    evidence targets given as a list weigh 1 each; `keyword`: BM25 scores by chunk id; `files`:
+    whole files' BM25 scores by (repository, path)."""
     shape = parse_query(query) if isinstance(query, str) else query
     read = evidence if callable(evidence) or evidence is None else (lambda: evidence)
     links = None if read is None else (lambda: {s: t if isinstance(t, Mapping) else dict.fromkeys(t, 1.0)
                                                 for s, t in read().items()})
     rows = None if fetch is None else (lambda wanted: {cid: c.row for cid, c in fetch(wanted).items()})
     return ranking.rank([c.row for c in candidates], [c.score for c in candidates], [c.why for c in candidates], shape,
-                        signals, params, links, rows, limit, keyword)
+                        signals, params, links, rows, limit, keyword, files)
 
 
 def path_of(c: Ranked, query: object, params: RankingParams = P) -> float:
@@ -484,10 +485,8 @@ def test_function_lifts_the_first_files_second_definition_when_one_file_stands_o
         second = cand(2, 0.028, "src/a.py", unit="second")
         if second_unit == "first":  # a second window of the first function
             second = Ranked(2, 0.028, {}, second.row._replace(unit=first.row.unit))
-        candidates = [first, second, cand(3, 0.020, "src/b.py", unit="other")]
-        return ranking.rank([c.row for c in candidates], [c.score for c in candidates], [{}] * 3, ANY_QUERY,
-                            {"coherence", "function"}, params, keyword={1: 5.0, 2: 4.5, 3: 1.0},
-                            files={("", "src/a.py"): 10.0, ("", "src/b.py"): b_score})
+        return run([first, second, cand(3, 0.020, "src/b.py", unit="other")], ANY_QUERY, "coherence", "function",
+                   params=params, keyword={1: 5.0, 2: 4.5, 3: 1.0}, files={("", "src/a.py"): 10.0, ("", "src/b.py"): b_score})
 
     lifted = rank("second", 2.0)
     assert ids(lifted) == [1, 2, 3] and lifted[1].why["function"] == 2
@@ -514,8 +513,7 @@ def test_file_words_lifts_the_chunks_of_the_file_whose_whole_text_holds_the_ques
     candidates = [jobs, *retry, other]
     files = {("", "src/retry.py"): 6.0, ("", "src/jobs.py"): 2.0, ("elsewhere", "src/other.py"): 9.0}
     assert ids(run(candidates, ANY_QUERY, "file-words")) == [1, 2, 4, 3]  # no scores: nothing moves
-    out = ranking.rank([c.row for c in candidates], [c.score for c in candidates], [{}] * 4, ANY_QUERY,
-                       {"file-words"}, P, files=files)
+    out = run(candidates, ANY_QUERY, "file-words", files=files)
     w = P.file_words_weight
     assert ids(out) == [2, 1, 3, 4] and out[0].why["file-words"] == round(1 + w * 6 / 9, 3)
     assert out[1].why["file-words"] == round(1 + w * 2 / 9, 3) and "file-words" not in out[3].why

@@ -44,7 +44,8 @@ class RankingParams:
     function_length_exponent: float = 0.1  # ... each × its definition's lines to this power
     # function: when the question's words stand out in one file (the second file's whole-file BM25
     # below `function_runner_up_when` × the first's), the first ranked file's second definition is
-    # placed at least at its first's score × this × its match / the first's match (0: never)
+    # placed at least at its first's score × this × its match / the first's match (0: never;
+    # `file-words` off, no file scores: never)
     function_runner_up: float = 0.5
     function_runner_up_when: float = 0.8
     signature_weight: float = 0.4  # × (1 + weight × share of query terms in the symbol's name and signature)

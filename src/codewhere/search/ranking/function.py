@@ -36,7 +36,7 @@ def place_functions(
     """Re-place each file's chunks by their match (above), in the places the file already holds.
     `own`: each chunk's score before the file-level signals; `fused`: its fused score (a chunk
     evidence brought in has none); `keyword`: BM25 scores by chunk id; `files`: whole files'
-    BM25 scores, which say whether one file stands out. Returns `capped` (the chunks a hard cap
+    BM25 scores, which say whether one file stands out (none when `file-words` is off). Returns `capped` (the chunks a hard cap
     puts after every file's first) for the new order."""
     p = run.p
 
