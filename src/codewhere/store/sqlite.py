@@ -238,15 +238,23 @@ def _corrupt(path: Path) -> IndexFileError:
     return IndexFileError(f"the index {path} is corrupt", "run `codewhere index --rebuild`")
 
 
+# Read on a second connection with its own lock, so a warm reader reading a common term's postings
+# in a thread (a second on the kernel) never holds up a search on the first.
+_POSTINGS_READS = frozenset({"document_lengths", "term_postings"})
+_FTS_TABLES = ("chunks_fts", "files_fts")
+
+
 def _apsw_errors_mapped(cls: type) -> type:
     """Every public method turns the apsw errors above into CodewhereErrors: a full disk, a
     read-only file or an interrupted query is one line for the user, never a traceback."""
 
     def guard(method: Callable[..., object]) -> Callable[..., object]:
+        second = method.__name__ in _POSTINGS_READS
+
         @functools.wraps(method)
         def guarded(self: SqliteStore, *args: object, **kwargs: object) -> object:
             try:
-                with self._use:
+                with self._postings_use if second else self._use:
                     return method(self, *args, **kwargs)
             except apsw.Error as exc:
                 mapped = _mapped(self.path, exc)
@@ -274,6 +282,24 @@ def _write_error(path: Path, exc: BaseException) -> IndexNotWritableError:
     return IndexNotWritableError(f"the index {path} cannot be written ({exc})",
                                  "make the file, its -wal and -shm files and its folder writable (chmod, chattr -i), "
                                  "or pass --index FILE")
+
+
+def _fts_table(table: str) -> str:
+    if table not in _FTS_TABLES:
+        raise ValueError(f"not a keyword table: {table}")
+    return table
+
+
+def _varint_sum(blob: bytes) -> int:
+    """The sum of the SQLite varints in `blob` (FTS5's docsize record: one per column)."""
+    total, value, at = 0, 0, 0
+    while at < len(blob):
+        byte = blob[at]
+        value = (value << 7) | (byte & 0x7F)
+        at += 1
+        if byte < 0x80:
+            total, value = total + value, 0
+    return total
 
 
 def fts5_expression(query: TermQuery) -> str:
@@ -330,6 +356,8 @@ class SqliteStore:
         # one thread at a time on the connection (apsw refuses a second one mid-call): every
         # public method, and a transaction or read snapshot for as long as it lasts
         self._use = threading.RLock()
+        self._postings_db: apsw.Connection | None = None  # opened by the first postings read
+        self._postings_use = threading.Lock()
         self._staged_signs: dict[int, bytearray] = {}  # sign pages changed by this transaction
         self._vectors_added = False  # by this transaction: it may have crossed QUANTIZE_FROM
 
@@ -490,6 +518,10 @@ class SqliteStore:
 
     def close(self) -> None:
         self._db.close()
+        with self._postings_use:
+            if self._postings_db is not None:
+                self._postings_db.close()
+                self._postings_db = None
 
     def writer_lock(self, wait_seconds: float) -> AbstractContextManager[None]:
         return index_writer_lock(self.path, wait_seconds)  # type: ignore[return-value]
@@ -1173,6 +1205,51 @@ class SqliteStore:
             return self._db.execute(sql, (*query.field_weights, match, *params, limit)).fetchall()
         except apsw.SQLError as exc:
             raise QueryError(f"the keyword query could not run ({exc})", "remove unusual punctuation from the query") from exc
+
+    # ---- FTS5's postings, for a warm reader of an index too big to hold (store/term_postings.py) --
+
+    def _postings(self) -> apsw.Connection:
+        if self._postings_db is None:
+            db = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+            db.setbusytimeout(BUSY_TIMEOUT_MS)
+            for table in _FTS_TABLES:
+                db.execute(f"CREATE VIRTUAL TABLE temp.{table}_instances USING fts5vocab(main, {table}, instance)")
+            self._postings_db = db
+        return self._postings_db
+
+    def document_lengths(self, table: str) -> np.ndarray:
+        """Each row's length in tokens over its columns, indexed by rowid, -1 where no row is:
+        what FTS5's bm25 divides by, read from the table's docsize rows."""
+        rows = self._postings().execute(f"SELECT id, sz FROM {_fts_table(table)}_docsize").fetchall()
+        lengths = np.zeros(max((cast(int, r[0]) for r in rows), default=0) + 1, np.int64)
+        for rowid, sizes in rows:
+            blob = cast(bytes, sizes)
+            lengths[cast(int, rowid)] = sum(blob) if blob.isascii() else _varint_sum(blob)  # one byte per column, mostly
+        present = np.zeros(len(lengths), bool)
+        present[[cast(int, r[0]) for r in rows]] = True
+        lengths[~present] = -1
+        return lengths
+
+    def term_postings(self, table: str, terms: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Term → (rowids, count in the path column, count in the others) of each term as FTS5
+        stores it (folded), read in one snapshot; a term no row holds has empty arrays."""
+        db = self._postings()
+        found: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        with db:
+            for term in terms:
+                rows = db.execute(f"SELECT doc, sum(col = 'path'), count(*) FROM temp.{_fts_table(table)}_instances "
+                                  "WHERE term = ? GROUP BY doc", (term,)).fetchall()
+                held = np.array(rows, np.int64).reshape(len(rows), 3)
+                in_path = held[:, 1].astype(np.float32)
+                found[term] = held[:, 0].astype(np.int32), in_path, held[:, 2].astype(np.float32) - in_path
+        return found
+
+    def file_paths(self, file_ids: Sequence[int]) -> dict[int, str]:
+        found: dict[int, str] = {}
+        for part in (file_ids[i : i + 500] for i in range(0, len(file_ids), 500)):
+            found.update((int(i), str(p)) for i, p in self._db.execute(
+                f"SELECT id, path FROM files WHERE id IN ({','.join('?' * len(part))})", tuple(part)))
+        return found
 
     # ---- what a warm reader reads (store/warm.py) -----------------------------------------
 

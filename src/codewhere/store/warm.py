@@ -21,6 +21,7 @@ import numpy as np
 
 from codewhere.store.base import ChunkAt, VectorSource, WarmStore, nearest_chunks, spelled_keys
 from codewhere.store.quantized import QUANTIZE_FROM, QuantizedVectors
+from codewhere.store.term_postings import HeldTerms, PostingSource, scored_files
 from codewhere.store.warm_keywords import WarmKeywords
 from codewhere.store.warm_keywords import build as build_keywords
 from codewhere.types import ChunkRow, Filters, TermQuery
@@ -203,6 +204,7 @@ class WarmReader:
         self._held_keywords: tuple[WarmChunks, WarmKeywords] | None = None
         self._building: WarmChunks | None = None  # the chunks whose postings a thread is building
         self.keywords_built = threading.Event()  # set after each build (tests wait on it)
+        self._held_terms: HeldTerms | None = None  # past the limits: the asked terms' postings
         self._lock = threading.Lock()
 
     # ---- served from memory --------------------------------------------------------------
@@ -222,19 +224,34 @@ class WarmReader:
 
     def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:
         keywords = self._keywords_for(query, filters)
-        if keywords is None:
-            return self.store.keyword_search(query, limit, filters)
-        return keywords.search(query.terms, query.field_weights, limit)
+        if keywords is not None:
+            return keywords.search(query.terms, query.field_weights, limit)
+        held = self._terms_for(query, filters)
+        if held is not None and (found := held.best("chunks_fts", query.terms, query.field_weights, limit)) is not None:
+            return sorted(found, key=lambda f: (-f[1], f[0]))[:limit]
+        return self.store.keyword_search(query, limit, filters)
 
     def file_keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> dict[tuple[str, str], float]:
         keywords = self._keywords_for(query, filters)
-        if keywords is None:
-            return self.store.file_keyword_search(query, limit, filters)
-        return keywords.file_search(query.terms, query.field_weights, limit)
+        if keywords is not None:
+            return keywords.file_search(query.terms, query.field_weights, limit)
+        held = self._terms_for(query, filters)
+        if held is not None and (found := held.best("files_fts", query.terms, query.field_weights, limit)) is not None:
+            return scored_files(found, held.source.file_paths)
+        return self.store.file_keyword_search(query, limit, filters)
 
     def _keywords_for(self, query: TermQuery, filters: Filters) -> WarmKeywords | None:
         """The postings, for an unfiltered any-term query (the rest is the store's)."""
         return self._keywords() if filters.is_empty() and query.match == "any" else None
+
+    def _terms_for(self, query: TermQuery, filters: Filters) -> HeldTerms | None:
+        """For an index too big to hold (`refused`), the postings of the terms asked so far, for
+        an unfiltered any-term query on a store whose scores are FTS5's bm25."""
+        if not (self.refused and filters.is_empty() and query.match == "any" and self.store.keywords_bm25):
+            return None
+        if self._held_terms is None and isinstance(self.store, PostingSource):
+            self._held_terms = HeldTerms(self.store)
+        return self._held_terms
 
     def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]:
         vectors = self._vectors() if filters.is_empty() and isinstance(self.store, VectorSource) else None

@@ -161,8 +161,7 @@ class _Postings:
     def __init__(self, starts: np.ndarray, doc: np.ndarray, in_path: np.ndarray, in_text: np.ndarray,
                  lengths: np.ndarray) -> None:
         self.starts, self.doc, self.in_path, self.in_text, self.lengths = starts, doc, in_path, in_text, lengths
-        average = float(lengths.sum()) / len(lengths) if len(lengths) else 1.0
-        self.norm = K1 * (1.0 - B + B * lengths / average)
+        self.norm = length_norm(lengths, len(lengths))
 
     @classmethod
     def by_term(cls, doc: list[np.ndarray], term: list[np.ndarray], in_path: list[np.ndarray], in_text: list[np.ndarray],
@@ -180,35 +179,44 @@ class _Postings:
     def best(self, term_ids: Sequence[int], weights: tuple[float, float], limit: int) -> list[tuple[int, float]]:
         """(document index, bm25 score) of the best `limit` documents holding any of the terms,
         and every document tied with the last one kept; unordered."""
-        rows = len(self.lengths)
-        if not rows or limit <= 0:
-            return []
-        spans, weights_of_terms = [], []
-        for term_id in term_ids:
-            if term_id + 1 >= len(self.starts):
-                continue
-            lo, hi = int(self.starts[term_id]), int(self.starts[term_id + 1])
-            if lo == hi:
-                continue
-            idf = math.log((rows - (hi - lo) + 0.5) / ((hi - lo) + 0.5))
-            spans.append(np.arange(lo, hi))
-            weights_of_terms.append(np.full(hi - lo, idf if idf > 0.0 else 1e-6))
-        if not spans:
-            return []
-        at = np.concatenate(spans)
-        docs = self.doc[at]
-        frequency = weights[0] * self.in_path[at].astype(np.float64) + weights[1] * self.in_text[at]
-        # one pass over every posting of every term, summed per document in term order (as FTS5 does)
-        scores = np.bincount(docs, weights=np.concatenate(weights_of_terms) * (frequency * (K1 + 1.0)) / (frequency + self.norm[docs]),
-                             minlength=rows)
-        matched = np.zeros(rows, bool)
-        matched[docs] = True
-        candidates = np.flatnonzero(matched)
-        if len(candidates) > limit:
-            # keep every document tied with the last one kept, so the caller breaks ties
-            cut = np.partition(scores[candidates], len(candidates) - limit)[len(candidates) - limit]
-            candidates = candidates[scores[candidates] >= cut]
-        return [(int(i), float(scores[i])) for i in candidates]
+        held = [(self.doc[lo:hi], self.in_path[lo:hi], self.in_text[lo:hi]) for term_id in term_ids
+                if term_id + 1 < len(self.starts) and (lo := int(self.starts[term_id])) < (hi := int(self.starts[term_id + 1]))]
+        return best_documents(held, len(self.lengths), self.norm, weights, limit)
+
+
+Postings = tuple[np.ndarray, np.ndarray, np.ndarray]  # one term's documents, its count in each one's path and text
+
+
+def length_norm(lengths: np.ndarray, rows: int) -> np.ndarray:
+    """FTS5's bm25 length normalisation of each document: k1 (1 - b + b * length / average)."""
+    average = float(lengths[lengths > 0].sum()) / rows if rows else 1.0
+    return K1 * (1.0 - B + B * lengths / average)
+
+
+def best_documents(terms: Sequence[Postings], rows: int, norm: np.ndarray, weights: tuple[float, float],
+                   limit: int) -> list[tuple[int, float]]:
+    """(document, bm25 score) of the best `limit` documents holding any of the terms, and every
+    document tied with the last one kept; unordered. `rows`: the documents in the collection (each
+    term's idf); `norm`: each document's length normalisation, indexed by document."""
+    terms = [t for t in terms if len(t[0])]
+    if not rows or limit <= 0 or not terms:
+        return []
+    docs = np.concatenate([t[0] for t in terms]).astype(np.int64)
+    idf = [math.log((rows - len(t[0]) + 0.5) / (len(t[0]) + 0.5)) for t in terms]
+    weights_of_terms = np.concatenate([np.full(len(t[0]), w if w > 0.0 else 1e-6) for t, w in zip(terms, idf, strict=True)])
+    frequency = (weights[0] * np.concatenate([t[1] for t in terms]).astype(np.float64)
+                 + weights[1] * np.concatenate([t[2] for t in terms]))
+    # one pass over every posting of every term, summed per document in term order (as FTS5 does)
+    scores = np.bincount(docs, weights=weights_of_terms * (frequency * (K1 + 1.0)) / (frequency + norm[docs]),
+                         minlength=len(norm))
+    matched = np.zeros(len(norm), bool)
+    matched[docs] = True
+    candidates = np.flatnonzero(matched)
+    if len(candidates) > limit:
+        # keep every document tied with the last one kept, so the caller breaks ties
+        cut = np.partition(scores[candidates], len(candidates) - limit)[len(candidates) - limit]
+        candidates = candidates[scores[candidates] >= cut]
+    return [(int(i), float(scores[i])) for i in candidates]
 
 
 def build(
