@@ -103,7 +103,30 @@ def test_past_the_budget_the_least_recently_asked_terms_go(sample_repo: Path, op
             held.fetched.clear()
     assert ("chunks_fts", "cart") in held._terms and ("chunks_fts", "ledger") not in held._terms
     assert held._held <= max(3, len(held._terms["chunks_fts", "cart"][0]))
-    assert held.best("chunks_fts", first.terms, (1.0, 1.0), 5) is None  # dropped: read again
+    # dropped: read again (a rare term, by the search itself), and now the other goes
+    assert held.best("chunks_fts", first.terms, (1.0, 1.0), 5) is not None
+    assert ("chunks_fts", "ledger") in held._terms and ("chunks_fts", "cart") not in held._terms
+
+
+def test_a_rare_term_is_read_by_the_search_a_common_one_in_a_thread(
+    sample_repo: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index, _ = _too_big_to_hold(sample_repo, open_sqlite_index, monkeypatch)
+    held = HeldTerms(index.store)
+    while held.best("chunks_fts", ("ledger",), (1.0, 1.0), 5) is None:  # the first ask reads the lengths in a thread
+        held.fetched.wait(5)
+        held.fetched.clear()
+    rare = TermQuery(("refund", "payment"))
+    found = held.best("chunks_fts", rare.terms, (1.0, 1.0), 10)
+    assert found is not None  # at once
+    in_store = index.store.keyword_search(rare, 10, Filters())
+    ordered = sorted(found, key=lambda f: (-f[1], f[0]))
+    assert [c for c, _ in ordered] == [c for c, _ in in_store]
+    assert [s for _, s in ordered] == pytest.approx([s for _, s in in_store], rel=1e-9)
+    monkeypatch.setattr("codewhere.store.term_postings.IN_SEARCH_INSTANCES", 0)  # as if `total` were common
+    assert held.best("chunks_fts", ("total",), (1.0, 1.0), 10) is None
+    assert held.fetched.wait(10)
+    assert held.best("chunks_fts", ("total",), (1.0, 1.0), 10) is not None
 
 
 def test_postings_that_cannot_be_read_leave_the_store_answering(
@@ -111,7 +134,7 @@ def test_postings_that_cannot_be_read_leave_the_store_answering(
 ) -> None:
     index, reader = _too_big_to_hold(sample_repo, open_sqlite_index, monkeypatch)
 
-    def unreadable(table: str, terms: object) -> None:
+    def unreadable(table: str, terms: object, in_search: bool = False) -> None:
         raise OSError("no shared memory for a read-only folder")
 
     monkeypatch.setattr(index.store, "term_postings", unreadable)

@@ -6,6 +6,7 @@ leaves the last committed state; WAL lets searches read while an indexer writes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -238,9 +239,11 @@ def _corrupt(path: Path) -> IndexFileError:
     return IndexFileError(f"the index {path} is corrupt", "run `codewhere index --rebuild`")
 
 
-# Read on a second connection with its own lock, so a warm reader reading a common term's postings
-# in a thread (a second on the kernel) never holds up a search on the first.
-_POSTINGS_READS = frozenset({"document_lengths", "term_postings"})
+# Read on connections of their own (each with its lock), so a warm reader reading a common term's
+# postings in a thread (a second on the kernel) never holds up a search: one for reads in a
+# thread, one for the few a search makes itself.
+_POSTINGS_READS = frozenset({"document_lengths", "term_postings", "term_instances"})
+IN_THREAD, IN_SEARCH = 0, 1
 _FTS_TABLES = ("chunks_fts", "files_fts")
 
 
@@ -249,12 +252,12 @@ def _apsw_errors_mapped(cls: type) -> type:
     read-only file or an interrupted query is one line for the user, never a traceback."""
 
     def guard(method: Callable[..., object]) -> Callable[..., object]:
-        second = method.__name__ in _POSTINGS_READS
+        own_connection = method.__name__ in _POSTINGS_READS
 
         @functools.wraps(method)
         def guarded(self: SqliteStore, *args: object, **kwargs: object) -> object:
             try:
-                with self._postings_use if second else self._use:
+                with contextlib.nullcontext() if own_connection else self._use:
                     return method(self, *args, **kwargs)
             except apsw.Error as exc:
                 mapped = _mapped(self.path, exc)
@@ -356,8 +359,8 @@ class SqliteStore:
         # one thread at a time on the connection (apsw refuses a second one mid-call): every
         # public method, and a transaction or read snapshot for as long as it lasts
         self._use = threading.RLock()
-        self._postings_db: apsw.Connection | None = None  # opened by the first postings read
-        self._postings_use = threading.Lock()
+        self._postings_dbs: list[apsw.Connection | None] = [None, None]  # IN_THREAD, IN_SEARCH: opened when first read
+        self._postings_use = [threading.Lock(), threading.Lock()]
         self._staged_signs: dict[int, bytearray] = {}  # sign pages changed by this transaction
         self._vectors_added = False  # by this transaction: it may have crossed QUANTIZE_FROM
 
@@ -518,10 +521,11 @@ class SqliteStore:
 
     def close(self) -> None:
         self._db.close()
-        with self._postings_use:
-            if self._postings_db is not None:
-                self._postings_db.close()
-                self._postings_db = None
+        for slot, lock in enumerate(self._postings_use):
+            with lock:
+                db, self._postings_dbs[slot] = self._postings_dbs[slot], None
+                if db is not None:
+                    db.close()
 
     def writer_lock(self, wait_seconds: float) -> AbstractContextManager[None]:
         return index_writer_lock(self.path, wait_seconds)  # type: ignore[return-value]
@@ -1208,34 +1212,43 @@ class SqliteStore:
 
     # ---- FTS5's postings, for a warm reader of an index too big to hold (store/term_postings.py) --
 
-    def _postings(self) -> apsw.Connection:
-        if self._postings_db is None:
-            db = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
-            db.setbusytimeout(BUSY_TIMEOUT_MS)
-            for table in _FTS_TABLES:
-                db.execute(f"CREATE VIRTUAL TABLE temp.{table}_instances USING fts5vocab(main, {table}, instance)")
-            self._postings_db = db
-        return self._postings_db
+    @contextmanager
+    def _postings(self, slot: int) -> Iterator[apsw.Connection]:
+        """A read-only connection of its own (IN_THREAD or IN_SEARCH), one read at a time, in one snapshot."""
+        with self._postings_use[slot]:
+            db = self._postings_dbs[slot]
+            if db is None:
+                db = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
+                db.setbusytimeout(BUSY_TIMEOUT_MS)
+                for table in _FTS_TABLES:
+                    for kind in ("row", "instance"):
+                        db.execute(f"CREATE VIRTUAL TABLE temp.{table}_{kind}s USING fts5vocab(main, {table}, {kind})")
+                self._postings_dbs[slot] = db
+            with db:
+                yield db
 
     def document_lengths(self, table: str) -> np.ndarray:
         """Each row's length in tokens over its columns, indexed by rowid, -1 where no row is:
         what FTS5's bm25 divides by, read from the table's docsize rows."""
-        rows = self._postings().execute(f"SELECT id, sz FROM {_fts_table(table)}_docsize").fetchall()
-        lengths = np.zeros(max((cast(int, r[0]) for r in rows), default=0) + 1, np.int64)
+        with self._postings(IN_THREAD) as db:
+            rows = db.execute(f"SELECT id, sz FROM {_fts_table(table)}_docsize").fetchall()
+        lengths = np.full(max((cast(int, r[0]) for r in rows), default=0) + 1, -1, np.int64)
         for rowid, sizes in rows:
             blob = cast(bytes, sizes)
             lengths[cast(int, rowid)] = sum(blob) if blob.isascii() else _varint_sum(blob)  # one byte per column, mostly
-        present = np.zeros(len(lengths), bool)
-        present[[cast(int, r[0]) for r in rows]] = True
-        lengths[~present] = -1
         return lengths
 
-    def term_postings(self, table: str, terms: Sequence[str]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def term_instances(self, table: str, terms: Sequence[str]) -> dict[str, int]:
+        """How many times each term occurs in the table (what reading its postings costs)."""
+        with self._postings(IN_SEARCH) as db:
+            return {term: int(db.execute(f"SELECT coalesce(sum(cnt), 0) FROM temp.{_fts_table(table)}_rows WHERE term = ?",
+                                         (term,)).get) for term in terms}
+
+    def term_postings(self, table: str, terms: Sequence[str], in_search: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Term → (rowids, count in the path column, count in the others) of each term as FTS5
         stores it (folded), read in one snapshot; a term no row holds has empty arrays."""
-        db = self._postings()
         found: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        with db:
+        with self._postings(IN_SEARCH if in_search else IN_THREAD) as db:
             for term in terms:
                 rows = db.execute(f"SELECT doc, sum(col = 'path'), count(*) FROM temp.{_fts_table(table)}_instances "
                                   "WHERE term = ? GROUP BY doc", (term,)).fetchall()

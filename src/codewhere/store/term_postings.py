@@ -4,8 +4,8 @@ term's postings read once from FTS5 itself and kept, then scored in numpy as war
 FTS5 answers a question in words on the kernel in 100-400 ms, nearly all of it its ranking
 function called row by row (`"data"` matches 234k chunks). Reading a term's postings costs about
 as much once (its fts5vocab rows), after which a question over held terms is a few vector
-operations. A question with a term not held yet is answered by the store as before, while a
-thread reads the term: a search never waits for a read. The scores are FTS5's bm25 over the same
+operations. A search reads a rare term it needs itself (a few ms); a question with a common term
+not held yet is answered by the store as before, while a thread reads the term. The scores are FTS5's bm25 over the same
 rows and lengths, so the lists are the store's (`tests/test_term_postings.py` compares them).
 
 Everything held belongs to one state of the index: when the store's change token moves, it is
@@ -30,6 +30,9 @@ TABLES = ("chunks_fts", "files_fts")
 # Postings held over both tables, most recently asked kept: at 12 bytes each, 240 MB (the
 # twelve kernel questions of the benchmark ask for about 4 M).
 POSTINGS_BUDGET = 20_000_000
+# A search reads its unheld terms itself when they occur at most this often in all (about 20 ms on
+# the kernel: `temperature` 12k, `i2c` 49k); more common ones are read in a thread meanwhile.
+IN_SEARCH_INSTANCES = 50_000
 
 
 @runtime_checkable
@@ -38,7 +41,8 @@ class PostingSource(Protocol):
 
     def change_token(self) -> object: ...
     def document_lengths(self, table: str) -> np.ndarray: ...  # by rowid; -1 where no row is
-    def term_postings(self, table: str, terms: Sequence[str]) -> dict[str, Postings]: ...
+    def term_instances(self, table: str, terms: Sequence[str]) -> dict[str, int]: ...
+    def term_postings(self, table: str, terms: Sequence[str], in_search: bool = False) -> dict[str, Postings]: ...
     def file_paths(self, file_ids: Sequence[int]) -> dict[int, str]: ...
 
 
@@ -68,8 +72,8 @@ class HeldTerms:
 
     def best(self, table: str, terms: Sequence[str], weights: tuple[float, float], limit: int) -> list[tuple[int, float]] | None:
         """(rowid, bm25 score) of the best `limit` rows holding any of the terms, and every row
-        tied with the last one kept, unordered; None while a term is not held (it is read in a
-        thread meanwhile) or when the postings cannot be read."""
+        tied with the last one kept, unordered; None while a common term is not held (it is read
+        in a thread meanwhile) or when the postings cannot be read."""
         if self.failed:
             return None
         token = self.source.change_token()
@@ -77,17 +81,53 @@ class HeldTerms:
         with self._lock:
             if token != self._token:
                 self._token, self._tables, self._terms, self._wanted, self._held = token, {}, OrderedDict(), {}, 0
-            lengths = self._tables.get(table)
-            missing = folded if lengths is None else [t for t in folded if (table, t) not in self._terms]
+            missing = self._missing(table, folded)
+        if missing and table in self._tables:
+            self._read_in_search(table, missing, token)
+        with self._lock:
+            if token != self._token:
+                return None
+            missing = self._missing(table, folded)
             if missing:
                 self._wanted.setdefault(table, set()).update(missing)
                 self._start_reading()
                 return None
-            assert lengths is not None
+            lengths = self._tables[table]
             for term in folded:
                 self._terms.move_to_end((table, term))
             postings = [self._terms[table, t] for t in folded]
         return best_documents(postings, lengths.rows, lengths.norm, weights, limit)
+
+    def _missing(self, table: str, terms: list[str]) -> list[str]:
+        return terms if table not in self._tables else [t for t in terms if (table, t) not in self._terms]
+
+    def _read_in_search(self, table: str, terms: list[str], token: object) -> None:
+        """Read rare terms now, rather than answer from the store while a thread reads them."""
+        try:
+            if sum(self.source.term_instances(table, terms).values()) > IN_SEARCH_INSTANCES:
+                return
+            found = self.source.term_postings(table, terms, in_search=True)
+        except Exception:  # the thread reads them, or fails and says why
+            log.debug("could not read %s postings in the search", table, exc_info=True)
+            return
+        if self.source.change_token() != token:
+            return
+        with self._lock:
+            if self._token == token:
+                self._add(table, None, found)
+
+    def _add(self, table: str, lengths: np.ndarray | None, found: dict[str, Postings]) -> None:
+        """Hold what was read (under the lock), dropping the least recently asked past the budget."""
+        if lengths is not None:
+            self._tables[table] = _Lengths(lengths)
+        for term, postings in found.items():
+            if (before := self._terms.pop((table, term), None)) is not None:
+                self._held -= len(before[0])
+            self._terms[table, term] = postings
+            self._held += len(postings[0])
+        while self._held > self.budget and len(self._terms) > 1:
+            _, dropped = self._terms.popitem(last=False)
+            self._held -= len(dropped[0])
 
     def _start_reading(self) -> None:
         if self._reading is None or not self._reading.is_alive():
@@ -121,16 +161,7 @@ class HeldTerms:
             if self._token != token:
                 return True
             for table, (lengths, found) in read.items():
-                if lengths is not None:
-                    self._tables[table] = _Lengths(lengths)
-                for term, postings in found.items():
-                    if (before := self._terms.pop((table, term), None)) is not None:
-                        self._held -= len(before[0])
-                    self._terms[table, term] = postings
-                    self._held += len(postings[0])
-            while self._held > self.budget and len(self._terms) > 1:  # the least recently asked go first
-                _, dropped = self._terms.popitem(last=False)
-                self._held -= len(dropped[0])
+                self._add(table, lengths, found)
         self.fetched.set()
         return True
 
