@@ -9,7 +9,7 @@ not held yet is answered by the store as before, while a thread reads the term. 
 rows and lengths, so the lists are the store's (`tests/test_term_postings.py` compares them).
 
 Everything held belongs to one state of the index: when the store's change token moves, it is
-dropped and read again as questions ask for it.
+dropped, and the terms it held are read again in the thread.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class HeldTerms:
         folded = list(dict.fromkeys(fold(t) for t in terms))
         with self._lock:
             if token != self._token:
-                self._token, self._tables, self._terms, self._wanted, self._held = token, {}, OrderedDict(), {}, 0
+                self._renew(token)
             missing = self._missing(table, folded)
         if missing and table in self._tables:
             self._read_in_search(table, missing, token)
@@ -97,6 +97,16 @@ class HeldTerms:
                 self._terms.move_to_end((table, term))
             postings = [self._terms[table, t] for t in folded]
         return best_documents(postings, lengths.rows, lengths.norm, weights, limit)
+
+    def _renew(self, token: object) -> None:
+        """The index changed: nothing held belongs to it any more. The terms held are read again
+        in the thread (as they are now), so a warm process stays warm through edits."""
+        again: dict[str, set[str]] = {}
+        for table, term in self._terms:
+            again.setdefault(table, set()).add(term)
+        self._token, self._tables, self._terms, self._wanted, self._held = token, {}, OrderedDict(), again, 0
+        if again:
+            self._start_reading()
 
     def _missing(self, table: str, terms: list[str]) -> list[str]:
         return terms if table not in self._tables else [t for t in terms if (table, t) not in self._terms]
