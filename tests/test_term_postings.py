@@ -158,3 +158,34 @@ def test_postings_that_cannot_be_read_leave_the_store_answering(
 def test_varints_of_a_docsize_record_are_summed() -> None:
     assert _varint_sum(bytes([3, 0x81, 0x05])) == 3 + 133
     assert _varint_sum(bytes([0x82, 0x80, 0x01, 7])) == (2 << 14) + 1 + 7
+
+
+def test_a_warm_search_over_held_terms_answers_as_a_one_shot_search(
+    sample_repo: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (sample_repo / "src/ledger.py").write_text(LONG_FILE, encoding="utf-8")
+    index_file = tmp_path / "index.sqlite"
+    one_shot = open_sqlite_index(sample_repo, index_path=index_file, embedder=FakeEmbedder())
+    one_shot.refresh()
+    monkeypatch.setattr(warm, "WARM_CHUNK_LIMIT", 3)
+    warm_index = open_sqlite_index(sample_repo, index_path=index_file, embedder=FakeEmbedder(), warm=True)
+    for question in ("ledger totals of the entries", "charge a credit card", "cart total"):
+        expected = one_shot.search(question)
+        assert warm_index.search(question) == expected  # FTS5 answers while the words are read
+        reader = warm_index.reader
+        assert isinstance(reader, WarmReader) and reader.refused
+        held = reader._held_terms
+        assert held is not None
+        for _ in range(50):
+            if held.best("chunks_fts", ("ledger",), (1.0, 1.0), 1) is not None and not (held._reading and held._reading.is_alive()):
+                break
+            held.fetched.wait(0.2)
+            held.fetched.clear()
+        with monkeypatch.context() as patched:  # from the held postings: FTS5 is not asked
+            for name in ("keyword_search", "file_keyword_search"):
+                patched.setattr(warm_index.store, name, _not_asked)
+            assert warm_index.search(question) == expected
+
+
+def _not_asked(*args: object) -> None:
+    raise AssertionError("FTS5 was asked for held terms")
