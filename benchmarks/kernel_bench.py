@@ -223,8 +223,8 @@ def warm(tree: Path, db: Path, rounds: int) -> dict[str, object]:
 
     def terms_read() -> None:
         held = getattr(reader, "_held_terms", None)
-        while held is not None and held._reading is not None and held._reading.is_alive():
-            time.sleep(0.05)
+        if held is not None:
+            held.idle(900)
 
     for question in QUESTIONS:
         ask(question, first_asks)

@@ -1,12 +1,13 @@
 """BM25 for a warm reader of an index too big to hold its chunks (the kernel's 1.4 M): each query
 term's postings read once from FTS5 itself and kept, then scored in numpy as warm_keywords does.
 
-FTS5 answers a question in words on the kernel in 100-400 ms, nearly all of it its ranking
-function called row by row (`"data"` matches 234k chunks). Reading a term's postings costs about
+FTS5 answers a question in words on the kernel in 27-304 ms (the benchmark's 12 questions),
+nearly all of it its ranking function called row by row (`"data"` matches 234k chunks). Reading a term's postings costs about
 as much once (its fts5vocab rows), after which a question over held terms is a few vector
-operations. A search reads a rare term it needs itself (a few ms); a question with a common term
-not held yet is answered by the store as before, while a thread reads the term. The scores are FTS5's bm25 over the same
-rows and lengths, so the lists are the store's (`tests/test_term_postings.py` compares them).
+operations. A search reads a rare term it needs itself (5-20 ms); a question with a common term
+not held yet is answered by the store as before, while a thread reads the term. The scores are
+FTS5's bm25 over the same rows and lengths, so the lists are the store's
+(`tests/test_term_postings.py` compares them).
 
 Everything held belongs to one state of the index: when the store's change token moves, it is
 dropped, and the terms it held are read again in the thread.
@@ -17,18 +18,17 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from codewhere.store.warm_keywords import Postings, best_documents, fold, length_norm
+from codewhere.store.warm_keywords import Postings, best_documents, best_first, fold, length_norm
 
 log = logging.getLogger(__name__)
 
-TABLES = ("chunks_fts", "files_fts")
 # Postings held over both tables, most recently asked kept: at 12 bytes each, 240 MB (the
-# twelve kernel questions of the benchmark ask for about 4 M).
+# kernel benchmark's 24 questions hold 3.3 M).
 POSTINGS_BUDGET = 20_000_000
 # A search reads its unheld terms itself when they occur at most this often in all (about 20 ms on
 # the kernel: `temperature` 12k, `i2c` 49k); more common ones are read in a thread meanwhile.
@@ -70,6 +70,26 @@ class HeldTerms:
         self._lock = threading.Lock()
         self._reading: threading.Thread | None = None
 
+    def search(self, terms: Sequence[str], weights: tuple[float, float], limit: int) -> list[tuple[int, float]] | None:
+        """The store's keyword_search from held postings: (chunk id, score), best first; None as `best`."""
+        found = self.best("chunks_fts", terms, weights, limit)
+        return None if found is None else best_first(found, limit)
+
+    def file_search(self, terms: Sequence[str], weights: tuple[float, float], limit: int) -> dict[tuple[str, str], float] | None:
+        """The store's file_keyword_search from held postings: (repository, path) → score; None as `best`."""
+        found = self.best("files_fts", terms, weights, limit)
+        if found is None:
+            return None
+        named = self.source.file_paths([rowid for rowid, _ in found])
+        return {("", named[rowid]): score for rowid, score in found if rowid in named}  # no repository name, as the store's
+
+    def idle(self, timeout: float) -> bool:
+        """Wait until the thread has read what was asked; False if it still reads after `timeout` s."""
+        reading = self._reading
+        if reading is not None:
+            reading.join(timeout)
+        return reading is None or not reading.is_alive()
+
     def best(self, table: str, terms: Sequence[str], weights: tuple[float, float], limit: int) -> list[tuple[int, float]] | None:
         """(rowid, bm25 score) of the best `limit` rows holding any of the terms, and every row
         tied with the last one kept, unordered; None while a common term is not held (it is read
@@ -82,7 +102,8 @@ class HeldTerms:
             if token != self._token:
                 self._renew(token)
             missing = self._missing(table, folded)
-        if missing and table in self._tables:
+            lengths_held = table in self._tables
+        if missing and lengths_held:
             self._read_in_search(table, missing, token)
         with self._lock:
             if token != self._token:
@@ -175,8 +196,3 @@ class HeldTerms:
         self.fetched.set()
         return True
 
-
-def scored_files(found: list[tuple[int, float]], paths: Callable[[Sequence[int]], dict[int, str]]) -> dict[tuple[str, str], float]:
-    """(repository, path) → score of `found` files, as the store's file_keyword_search names them."""
-    named = paths([rowid for rowid, _ in found])
-    return {("", named[rowid]): score for rowid, score in found if rowid in named}

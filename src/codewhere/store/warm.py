@@ -21,7 +21,7 @@ import numpy as np
 
 from codewhere.store.base import ChunkAt, VectorSource, WarmStore, nearest_chunks, spelled_keys
 from codewhere.store.quantized import QUANTIZE_FROM, QuantizedVectors
-from codewhere.store.term_postings import HeldTerms, PostingSource, scored_files
+from codewhere.store.term_postings import HeldTerms, PostingSource
 from codewhere.store.warm_keywords import WarmKeywords
 from codewhere.store.warm_keywords import build as build_keywords
 from codewhere.types import ChunkRow, Filters, TermQuery
@@ -227,8 +227,8 @@ class WarmReader:
         if keywords is not None:
             return keywords.search(query.terms, query.field_weights, limit)
         held = self._terms_for(query, filters)
-        if held is not None and (found := held.best("chunks_fts", query.terms, query.field_weights, limit)) is not None:
-            return sorted(found, key=lambda f: (-f[1], f[0]))[:limit]
+        if held is not None and (found := held.search(query.terms, query.field_weights, limit)) is not None:
+            return found
         return self.store.keyword_search(query, limit, filters)
 
     def file_keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> dict[tuple[str, str], float]:
@@ -236,8 +236,8 @@ class WarmReader:
         if keywords is not None:
             return keywords.file_search(query.terms, query.field_weights, limit)
         held = self._terms_for(query, filters)
-        if held is not None and (found := held.best("files_fts", query.terms, query.field_weights, limit)) is not None:
-            return scored_files(found, held.source.file_paths)
+        if held is not None and (files := held.file_search(query.terms, query.field_weights, limit)) is not None:
+            return files
         return self.store.file_keyword_search(query, limit, filters)
 
     def _keywords_for(self, query: TermQuery, filters: Filters) -> WarmKeywords | None:

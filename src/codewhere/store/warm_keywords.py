@@ -142,7 +142,7 @@ class WarmKeywords:
         """(chunk id, score) of the best `limit` chunks holding any of the terms, best first (ties
         by chunk id); the score is FTS5's bm25 with its sign turned, as the store returns it."""
         found = self.chunk_postings.best(self._ids(terms), weights, limit)
-        return sorted(((int(self.chunk_ids[i]), score) for i, score in found), key=lambda f: (-f[1], f[0]))[:limit]
+        return best_first([(int(self.chunk_ids[i]), score) for i, score in found], limit)
 
     def file_search(self, terms: Sequence[str], weights: tuple[float, float], limit: int) -> dict[tuple[str, str], float]:
         """(repository, path) → score of the best `limit` files as documents: the store's
@@ -185,6 +185,11 @@ class _Postings:
 
 
 Postings = tuple[np.ndarray, np.ndarray, np.ndarray]  # one term's documents, its count in each one's path and text
+
+
+def best_first(found: Sequence[tuple[int, float]], limit: int) -> list[tuple[int, float]]:
+    """(id, score) pairs as the store returns them: best first, ties by id, at most `limit`."""
+    return sorted(found, key=lambda f: (-f[1], f[0]))[:limit]
 
 
 def length_norm(lengths: np.ndarray, rows: int) -> np.ndarray:
