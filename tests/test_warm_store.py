@@ -442,3 +442,34 @@ def test_an_index_turning_compact_keeps_every_chunk_text_compressed_and_reads_it
     assert at is not None and compact_at is not None and compact_at.embed_text == at.embed_text
     hits = index.search("shipping label printer", k=3)
     assert any(h.path == "src/shop/payment.py" and "shipping_label_printer" in h.snippet for h in hits)
+
+
+def _chunk_pages_unused(store) -> float:  # noqa: ANN001
+    """The share of the chunks table's pages that holds nothing."""
+    used, size = store._db.execute("SELECT sum(unused), sum(pgsize) FROM dbstat WHERE name = 'chunks'").fetchone()
+    return used / size
+
+
+def test_an_index_turning_compact_is_repacked_so_its_compressed_chunks_fill_their_pages(
+    tmp_path: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codewhere.store import quantized, sqlite
+
+    def indexed(name: str) -> float:
+        repo = tmp_path / name
+        (repo / "src").mkdir(parents=True)
+        for n in range(40):  # texts that compress well: rewritten in place, each row leaves most of its room
+            body = "".join(f"def handler_{n}_{k}(value):\n" + "    value = value + 1  # the same line\n" * 12 for k in range(6))
+            (repo / "src" / f"mod{n}.py").write_text(body)
+        index = open_sqlite_index(repo)
+        index.refresh()
+        store = index.store
+        assert store.meta().get(sqlite.COMPACT) == "1"
+        assert store._db.execute("SELECT count(*) FROM chunks WHERE typeof(text) <> 'blob'").get == 0
+        return _chunk_pages_unused(store)
+
+    monkeypatch.setattr(quantized, "QUANTIZE_FROM", 100)
+    packed = indexed("packed")
+    monkeypatch.setattr(sqlite.SqliteStore, "_repack", lambda self: None)
+    left = indexed("left")
+    assert packed < 0.2 < left

@@ -363,6 +363,7 @@ class SqliteStore:
         self._postings_use = [threading.Lock(), threading.Lock()]
         self._staged_signs: dict[int, bytearray] = {}  # sign pages changed by this transaction
         self._vectors_added = False  # by this transaction: it may have crossed QUANTIZE_FROM
+        self._turned_compact = False  # by this transaction: its commit is followed by a repack
 
     # ---- opening -------------------------------------------------------------------------
 
@@ -550,6 +551,7 @@ class SqliteStore:
         except BaseException:
             self._staged_signs.clear()
             self._vectors_added = False
+            self._turned_compact = False
             if not self._db.getautocommit():  # SQLite may already have rolled back (a full disk)
                 self._db.execute("ROLLBACK")
             raise
@@ -558,7 +560,11 @@ class SqliteStore:
         except apsw.Error as exc:
             if not self._db.getautocommit():
                 self._db.execute("ROLLBACK")
+            self._turned_compact = False
             raise (_mapped(self.path, exc) or exc) from exc
+        if self._turned_compact:
+            self._turned_compact = False
+            self._repack()
 
     def interrupt(self) -> None:
         """Stop the statement running in another thread (it raises QueryInterrupted there)."""
@@ -880,9 +886,21 @@ class SqliteStore:
                                  [(_packed(text), cid) for cid, text in rows if isinstance(text, str)])
             last = cast(int, rows[-1][0])
         self.set_meta({COMPACT: "1"})
+        self._turned_compact = True
         # from here on the codes are the vectors: the float32 copy (1.34 GB on the kernel) goes
         self._db.execute("DROP TABLE vec_chunks")
         self._db.execute(f"CREATE VIRTUAL TABLE vec_chunks USING vec0(embedding float[{self._dim()}] distance_metric=cosine)")
+
+    def _repack(self) -> None:
+        """Pack the pages the compact switch left part empty: its chunk texts were rewritten in
+        place about 2.4x smaller, and SQLite reuses no room in a page that only later ids would
+        fill (the kernel: 0.14 GB of its chunks' pages empty). Done once, just after the switch,
+        while the index holds about QUANTIZE_FROM chunks (seconds); an index that cannot be
+        repacked (a full disk) stays as it is, only larger."""
+        try:
+            self._db.execute("VACUUM")
+        except apsw.Error as exc:
+            logging.getLogger(__name__).warning("the index was not repacked after turning compact: %s", exc)
 
     def vector_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM embeddings").get)
