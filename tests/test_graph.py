@@ -231,7 +231,7 @@ def test_a_whole_resolution_in_small_batches_gives_the_answers_of_one_pass(
         index.refresh(vectors=False)
         once = _resolved(index)
         assert len(once) >= 20 and {r for _, _, r in once} >= {Resolution.UNIQUE, Resolution.AMBIGUOUS}
-        index.store._db.execute("UPDATE edges SET target_id = NULL, resolution = 'unresolved'")  # type: ignore[attr-defined]
+        index.store._db.execute("UPDATE edge_rows SET target_id = NULL, resolution = 0")  # type: ignore[attr-defined]
         monkeypatch.setattr(codewhere.graph, "RESOLVE_BATCH", 3)
         monkeypatch.setattr(codewhere.store.sqlite, "EDGE_PAGE", 2)
         codewhere.graph.refresh_resolution(index.store)  # type: ignore[arg-type]

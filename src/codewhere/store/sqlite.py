@@ -76,7 +76,7 @@ log = logging.getLogger(__name__)
 
 EDGE_PAGE = 50_000  # edges read at a time by a whole re-resolution
 APPLICATION_ID = 0x63776872  # "cwhr": marks a SQLite file as a codewhere index
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 BUSY_TIMEOUT_MS = 10_000
 WRITER_CACHE_KIB = 65_536  # page cache of a connection that writes (SQLite: negative cache_size = KiB)
 QUANTIZE_PAGE = 50_000  # vectors read at a time when an index first quantizes them
@@ -87,6 +87,17 @@ TEXT_LEVEL = 6  # zlib level of a compact index's chunk text (the kernel's: 2.4x
 # pages) and byte codes instead of float32 vectors, so a one-shot search reads the bits in one pass
 # for a Hamming shortlist and the codes of the shortlist, as the warm reader searches (sqlite-vec's
 # scan of the kernel's 1.37 M float32 vectors: 0.6 s); and chunk text compressed.
+# stored codes: a new name goes at the end (graph.Resolution has the levels)
+EDGE_KIND_CODES = {name: code for code, name in enumerate(("call", "import", "inherit"))}
+RESOLUTION_CODES = {name: code for code, name in enumerate(
+    ("unresolved", "scip", "lsp", "jedi", "import", "same-file", "unique", "ambiguous", "external"))}
+
+
+def _decoded(column: str, codes: dict[str, int]) -> str:
+    """SQL reading a code column back as its name."""
+    return f"CASE {column} " + " ".join(f"WHEN {code} THEN '{name}'" for name, code in codes.items()) + " END"
+
+
 _COMPACT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS vector_signs(page INTEGER PRIMARY KEY, bits BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS vector_codes(id INTEGER PRIMARY KEY, scale REAL NOT NULL, norm REAL NOT NULL, codes BLOB NOT NULL);
@@ -154,24 +165,31 @@ CREATE INDEX symbols_file ON symbols(file_id);
 CREATE VIRTUAL TABLE symbols_fts USING fts5(
     name, split, qualified, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
 );
+-- The graph's 4.9 M edges on the kernel: kind and resolution kept as small codes, the target name
+-- once in `names` (496k distinct there), so a row is ids and lines (0.17 GB less on the kernel);
+-- `edges` reads them back as names, as every query asks for them.
 -- source_id: the enclosing symbol (NULL at module level); target_id: set by resolution.
-CREATE TABLE edges(
+CREATE TABLE names(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE edge_rows(
     id INTEGER PRIMARY KEY,
     file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
-    kind TEXT NOT NULL,
+    kind INTEGER NOT NULL,  -- EDGE_KIND_CODES
     source_id INTEGER,
-    target_name TEXT NOT NULL,
+    name_id INTEGER NOT NULL,  -- names.id: the target's name as written
     target_id INTEGER,
-    resolution TEXT NOT NULL DEFAULT 'unresolved',
+    resolution INTEGER NOT NULL DEFAULT 0,  -- RESOLUTION_CODES
     line INTEGER NOT NULL,
     chunk_id INTEGER  -- the smallest chunk holding the line
 );
-CREATE INDEX edges_file ON edges(file_id, kind, line);
-CREATE INDEX edges_source ON edges(source_id);
-CREATE INDEX edges_target ON edges(target_id);
-CREATE INDEX edges_target_name ON edges(target_name);
-CREATE INDEX edges_chunk ON edges(chunk_id);
-"""
+CREATE INDEX edges_file ON edge_rows(file_id, kind, line);
+CREATE INDEX edges_source ON edge_rows(source_id);
+CREATE INDEX edges_target ON edge_rows(target_id);
+CREATE INDEX edges_name ON edge_rows(name_id);
+CREATE INDEX edges_chunk ON edge_rows(chunk_id);
+CREATE VIEW edges AS SELECT e.id, e.file_id, {kind} AS kind, e.source_id, n.name AS target_name, e.target_id,
+                            {resolution} AS resolution, e.line, e.chunk_id, e.name_id
+                     FROM edge_rows e JOIN names n ON n.id = e.name_id;
+""".format(kind=_decoded("e.kind", EDGE_KIND_CODES), resolution=_decoded("e.resolution", RESOLUTION_CODES))
 
 
 _SEP = f"char({ord(DEFINITION_SEPARATOR)})"
@@ -611,7 +629,7 @@ class SqliteStore:
 
     def move_edge_targets(self, moves: Sequence[tuple[int, int]]) -> None:
         """Point the edges into each old symbol id at its new id."""
-        self._db.executemany("UPDATE edges SET target_id = ? WHERE target_id = ?", [(new, old) for old, new in moves])
+        self._db.executemany("UPDATE edge_rows SET target_id = ? WHERE target_id = ?", [(new, old) for old, new in moves])
     def _upsert_file(self, record: FileRecord, digest: str | None, skip: SkipReason | None) -> int:
         row = self._db.execute(
             """INSERT INTO files(path, size, mtime_ns, hash, kind, language, skip_reason)
@@ -635,7 +653,7 @@ class SqliteStore:
         self._db.execute(
             "DELETE FROM symbols_fts WHERE rowid IN (SELECT id FROM symbols WHERE file_id = ?)", (file_id,)
         )
-        self._db.execute("DELETE FROM edges WHERE file_id = ?", (file_id,))
+        self._db.execute("DELETE FROM edge_rows WHERE file_id = ?", (file_id,))
         self._db.execute("DELETE FROM symbols WHERE file_id = ?", (file_id,))
 
     def replace_file(
@@ -696,9 +714,12 @@ class SqliteStore:
             "INSERT INTO symbols_fts(rowid, name, split, qualified) VALUES(?,?,?,?)",
             [(symbol_id, *fts) for symbol_id, fts in zip(symbol_rows, symbol_fts_rows, strict=True)],
         )
+        self._db.executemany("INSERT OR IGNORE INTO names(name) VALUES(?)", [(name,) for name in {e.target for e in edges}])
         self._db.executemany(
-            "INSERT INTO edges(file_id, kind, source_id, target_name, line, chunk_id) VALUES(?,?,?,?,?,?)",
-            [(file_id, e.kind.value, symbol_ids.get(e.source), e.target, e.line, chunk_of.get(e.line)) for e in edges],
+            """INSERT INTO edge_rows(file_id, kind, source_id, name_id, line, chunk_id)
+               VALUES(?, ?, ?, (SELECT id FROM names WHERE name = ?), ?, ?)""",
+            [(file_id, EDGE_KIND_CODES[e.kind.value], symbol_ids.get(e.source), e.target, e.line, chunk_of.get(e.line))
+             for e in edges],
         )
         return ids
 
@@ -1034,7 +1055,7 @@ class SqliteStore:
 
     def clear_files(self) -> None:
         """Forget every file (a chunker change): the next refresh re-reads and re-chunks all."""
-        for table in ("chunks_fts", "files_fts", "chunks", "symbols_fts", "edges", "symbols", "files"):
+        for table in ("chunks_fts", "files_fts", "chunks", "symbols_fts", "edge_rows", "names", "symbols", "files"):
             self._db.execute(f"DELETE FROM {table}")
 
     # ---- the code graph ------------------------------------------------------------------
@@ -1054,7 +1075,7 @@ class SqliteStore:
             imported = {(f, n) for f, n in self._db.execute("SELECT file_id, target_name FROM edges WHERE kind = 'import'")}
             return edges, symbols, imported
         edges = [EdgeRow(*r) for r in self._db.execute(
-            edge_sql + """ AND (e.target_name IN (SELECT value FROM json_each(?1))
+            edge_sql + """ AND (e.name_id IN (SELECT m.id FROM names m JOIN json_each(?1) j ON m.name = j.value)
                            OR e.file_id IN (SELECT f.id FROM files f JOIN json_each(?2) j ON f.path = j.value))""",
             (json.dumps(sorted(names)), json.dumps(list(paths))),
         )]
@@ -1104,7 +1125,8 @@ class SqliteStore:
 
     def set_edge_targets(self, rows: Iterable[tuple[int, int | None, str]]) -> None:
         self._db.executemany(
-            "UPDATE edges SET target_id = ?, resolution = ? WHERE id = ?", [(t, r, i) for i, t, r in rows]
+            "UPDATE edge_rows SET target_id = ?, resolution = ? WHERE id = ?",
+            [(t, RESOLUTION_CODES[r], i) for i, t, r in rows],
         )
 
     _SYMBOL_COLUMNS = """s.id, f.path, s.name, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature,
