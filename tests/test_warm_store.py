@@ -4,6 +4,7 @@ changed."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,8 @@ import pytest
 from codewhere.embed.fake import FakeEmbedder
 from codewhere.store import warm
 from codewhere.store.warm import WarmReader
-from codewhere.types import FileKind, Filters, ModelInfo, TermQuery
+from codewhere.chunk import chunk_source, text_offsets
+from codewhere.types import FileKind, FileRecord, Filters, ModelInfo, TermQuery
 from tests.conftest import bump_mtime
 
 NEW_FUNCTION = "def shipping_label_printer(order):\n    return f'label for {order}'\n"
@@ -418,7 +420,7 @@ def test_quantized_pages_of_a_transaction_rolled_back_are_never_written(tmp_path
     store.close()
 
 
-def test_an_index_turning_compact_keeps_every_chunk_text_compressed_and_reads_it_back_the_same(
+def test_an_index_turning_compact_cuts_chunk_texts_from_their_files_and_reads_them_back_the_same(
     sample_repo: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from codewhere.store import quantized, sqlite
@@ -433,7 +435,8 @@ def test_an_index_turning_compact_keeps_every_chunk_text_compressed_and_reads_it
     _edit(sample_repo / "src/shop/payment.py", NEW_FUNCTION)  # a change adds a vector: the index turns compact
     index.refresh()
     assert index.store.meta().get(sqlite.COMPACT) == "1"
-    assert index.store._db.execute("SELECT count(*) FROM chunks WHERE typeof(text) <> 'blob'").get == 0
+    stored = dict(index.store._db.execute("SELECT typeof(text), count(*) FROM chunks GROUP BY 1").fetchall())
+    assert set(stored) == {"null"}, "every text here is a slice of its file: none is kept"
     after = _read_afresh(index)
     kept = {cid: row for cid, row in before.items() if row.path != "src/shop/payment.py"}
     assert kept and all(after[cid] == row for cid, row in kept.items())
@@ -450,7 +453,7 @@ def _chunk_pages_unused(store) -> float:  # noqa: ANN001
     return used / size
 
 
-def test_an_index_turning_compact_is_repacked_so_its_compressed_chunks_fill_their_pages(
+def test_an_index_turning_compact_is_repacked_so_its_shrunk_chunk_rows_fill_their_pages(
     tmp_path: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from codewhere.store import quantized, sqlite
@@ -458,14 +461,14 @@ def test_an_index_turning_compact_is_repacked_so_its_compressed_chunks_fill_thei
     def indexed(name: str) -> float:
         repo = tmp_path / name
         (repo / "src").mkdir(parents=True)
-        for n in range(40):  # texts that compress well: rewritten in place, each row leaves most of its room
+        for n in range(40):  # chunk rows rewritten in place without their text leave most of their room
             body = "".join(f"def handler_{n}_{k}(value):\n" + "    value = value + 1  # the same line\n" * 12 for k in range(6))
             (repo / "src" / f"mod{n}.py").write_text(body)
         index = open_sqlite_index(repo)
         index.refresh()
         store = index.store
         assert store.meta().get(sqlite.COMPACT) == "1"
-        assert store._db.execute("SELECT count(*) FROM chunks WHERE typeof(text) <> 'blob'").get == 0
+        assert store._db.execute("SELECT count(*) FROM chunks WHERE typeof(text) = 'text'").get == 0
         return _chunk_pages_unused(store)
 
     monkeypatch.setattr(quantized, "QUANTIZE_FROM", 100)
@@ -473,3 +476,34 @@ def test_an_index_turning_compact_is_repacked_so_its_compressed_chunks_fill_thei
     monkeypatch.setattr(sqlite.SqliteStore, "_repack", lambda self: None)
     left = indexed("left")
     assert packed < 0.2 < left
+
+
+def test_a_compact_index_keeps_a_text_it_cannot_cut_and_reads_none_from_a_file_changed_since(
+    sample_repo: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from codewhere.store import quantized, sqlite
+
+    monkeypatch.setattr(quantized, "QUANTIZE_FROM", 5)
+    index = open_sqlite_index(sample_repo)
+    index.refresh()
+    store = index.store
+    assert store.meta().get(sqlite.COMPACT) == "1"
+    rows = _read_afresh(index)
+    cart = {cid: row for cid, row in rows.items() if row.path == "src/shop/cart.py"}
+    assert cart and all(row.text for row in cart.values())
+    # a text the chunker made that is no slice of its file (none of ours today) stays compressed
+    text = (sample_repo / "src/shop/payment.py").read_text()
+    record = FileRecord("src/shop/payment.py", FileKind.CODE, "python", len(text), 0)
+    chunks = chunk_source(record, text, None, "window")
+    made = [replace(chunks[0], text="not in the file\n"), *chunks[1:]]
+    with store.transaction():
+        ids = store.replace_file(record, "d", made, [("p", "b")] * len(made), text_at=text_offsets(text, made))
+    kept = store.chunk_rows(ids, Filters())
+    assert kept[ids[0]].text == "not in the file\n"
+    assert store._db.execute("SELECT typeof(text) FROM chunks WHERE id = ?", (ids[0],)).get == "blob"
+    # the digest "d" is not the file's: its other texts are not read from a file they may not match
+    assert all(kept[cid].text == "" for cid in ids[1:])
+    # a file edited since it was indexed gives no text, never another one
+    (sample_repo / "src/shop/cart.py").write_text("# rewritten\n" * 40)
+    changed = store.chunk_rows(list(cart), Filters())
+    assert changed and all(row.text == "" for row in changed.values())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 from codewhere.defs import find_definitions
@@ -428,3 +428,22 @@ def _cut(record: FileRecord, text: str, symbols: tuple[Symbol, ...] | None, chun
             for c in chunks
         ]
     return chunks
+
+
+def text_offsets(text: str, chunks: Sequence[Chunk]) -> list[int]:
+    """Where each chunk's text starts in its file's text; -1 for a text that is not a slice of it."""
+    starts = line_starts(text)
+    return [text_offset(text, starts, c.text, c.start_line, c.end_line) for c in chunks]
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset in `text` of each line's first character (lines as split_lines counts them)."""
+    return [0, *(m.end() for m in re.finditer("\n", text))]
+
+
+def text_offset(text: str, starts: list[int], body: str, start_line: int, end_line: int) -> int:
+    """Where `body`, the text of lines start_line..end_line or a piece of them, starts in `text`; -1: nowhere."""
+    if not 0 < start_line <= end_line or start_line > len(starts):
+        return -1
+    after = starts[end_line] if end_line < len(starts) else len(text)
+    return text.find(body, starts[start_line - 1], after)

@@ -99,6 +99,7 @@ class _FileWrite(NamedTuple):
     fts_rows: list[tuple[str, str]]
     symbol_fts_rows: list[tuple[str, str, str]]
     vectors: np.ndarray | None  # made by the workers: one per chunk to embed, in order
+    text_at: list[int] | None  # where each chunk's text starts in the file's text (-1: not a slice of it)
 
 
 class _SkipWrite(NamedTuple):
@@ -150,10 +151,10 @@ class _Batch:
                 if isinstance(write, _SkipWrite):
                     self.store.record_skipped_file(write.record, write.reason)
                     continue
-                record, digest, chunks, parsed, fts_rows, symbol_fts_rows, vectors = write
+                record, digest, chunks, parsed, fts_rows, symbol_fts_rows, vectors, text_at = write
                 ids = self.store.replace_file(
                     record, digest, chunks, fts_rows, parsed.symbols if parsed else (), symbol_fts_rows,
-                    parsed.edges if parsed else (),
+                    parsed.edges if parsed else (), text_at,
                 )
                 if vectors is not None and len(vectors):  # a text another file has keeps its one vector
                     self.store.add_vectors([c.content_hash for c in chunks if c.embed], vectors)
@@ -481,5 +482,5 @@ def _apply(job: Job, outcome: Outcome, batch: _Batch, report: IndexReport) -> No
     if outcome.vectors is not None:
         report.vectors_written += len(outcome.vectors)
     batch.writes.append(_FileWrite(record, outcome.digest, outcome.chunks, outcome.parsed, outcome.fts_rows,
-                                   outcome.symbol_fts_rows, outcome.vectors))
+                                   outcome.symbol_fts_rows, outcome.vectors, outcome.text_at))
     batch.chunk_count += len(outcome.chunks)

@@ -9,7 +9,6 @@ one worker or many.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import multiprocessing
 import os
@@ -28,11 +27,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from codewhere.chunk import chunk_source
+from codewhere.chunk import chunk_source, text_offsets
 from codewhere.embed import Embedder
 from codewhere.embed.static import StaticEmbedder
 from codewhere.parse import ParseResult, parse
-from codewhere.scan import read_source
+from codewhere.scan import file_digest, read_source
 from codewhere.tokens import index_tokens, symbol_fts_row
 from codewhere.types import Chunk, FileRecord, SkipReason
 
@@ -70,6 +69,7 @@ class Chunked(NamedTuple):
     # when the workers embed: the vector of each chunk to embed (`chunk.embed`), in order; their
     # embedding texts are then left empty, since nothing needs them again (a new model is a rebuild)
     vectors: np.ndarray | None = None
+    text_at: list[int] | None = None  # where each chunk's text starts in the file's (-1: not a slice of it)
 
 
 Outcome = Unreadable | SameContent | Chunked
@@ -85,7 +85,7 @@ def read_file(root: Path, job: Job, chunker: str, include_minified: bool, embedd
     if isinstance(source, SkipReason):
         return Unreadable(source)
     data, text = source
-    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    digest = file_digest(data)
     if job.known_hash == digest:
         return SameContent(len(data))
     parsed = parse(job.record.language, text)
@@ -97,7 +97,7 @@ def read_file(root: Path, job: Job, chunker: str, include_minified: bool, embedd
         texts = [c.embed_text for c in chunks if c.embed]
         vectors = embedder.embed_documents(texts) if texts else np.empty((0, embedder.info.dim), np.float32)
         chunks = [replace(c, embed_text="") if c.embed else c for c in chunks]
-    return Chunked(len(data), digest, chunks, parsed, fts_rows, symbol_rows, vectors)
+    return Chunked(len(data), digest, chunks, parsed, fts_rows, symbol_rows, vectors, text_offsets(text, chunks))
 
 
 _worker_embedder: StaticEmbedder | None = None  # a worker's copy of the static model, when workers embed

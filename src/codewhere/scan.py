@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import errno
+import hashlib
 import logging
 import os
 import re
@@ -391,6 +392,11 @@ def looks_minified(data: bytes) -> bool:
 
 
 _UTF16_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+
+
+def file_digest(data: bytes) -> str:
+    """What the index records of a file's bytes: a changed file has another."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def read_source(path: Path, include_minified: bool = True) -> tuple[bytes, str] | SkipReason:

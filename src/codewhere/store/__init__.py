@@ -11,6 +11,7 @@ from codewhere.errors import IndexBusyError, IndexFileError, NotIndexedError
 from codewhere.languages import SKIPPED_DIRS
 from codewhere.locks import index_writer_lock
 from codewhere.store.base import ChunkAt, FileState, GraphReader, IndexWriter, SearchReader, Store, StoreStats
+from codewhere.store.source_text import SourceTexts
 from codewhere.store.sqlite import SqliteStore
 
 STORES = ("sqlite", "postgres")
@@ -62,7 +63,7 @@ def _open_sqlite(
         raise NotIndexedError(f"{root} has not been indexed yet (its index would be {file})",
                               f"run `codewhere index {root}`")
     try:
-        return SqliteStore.open(file, repo, settings.lock_wait_seconds)
+        return _reading(SqliteStore.open(file, repo, settings.lock_wait_seconds), root)
     except IndexBusyError:
         raise
     except IndexFileError:
@@ -71,7 +72,12 @@ def _open_sqlite(
             raise
     with index_writer_lock(file, settings.lock_wait_seconds):  # an unreadable file of ours, replaced on request
         SqliteStore.remove(file)
-    return SqliteStore.open(file, repo, settings.lock_wait_seconds)
+    return _reading(SqliteStore.open(file, repo, settings.lock_wait_seconds), root)
+
+
+def _reading(store: SqliteStore, root: Path) -> SqliteStore:
+    store.sources = SourceTexts(root)
+    return store
 
 
 __all__ = [

@@ -484,6 +484,7 @@ class PostgresStore:
         symbols: Sequence[Symbol] = (),
         symbol_fts_rows: Sequence[tuple[str, str, str]] = (),
         edges: Sequence[Edge] = (),
+        text_at: Sequence[int] | None = None,
     ) -> list[int]:
         file_id = self._upsert_file(record, digest, None)
         rid = self._rid()

@@ -32,7 +32,9 @@ from codewhere.errors import (
     QueryInterrupted,
 )
 from codewhere.locks import index_writer_lock
+from codewhere.chunk import line_starts, text_offset
 from codewhere.store import quantized
+from codewhere.store.source_text import SourceTexts
 from codewhere.store.base import (
     CHUNK_ROW_COLUMNS,
     DEFINITION_SEPARATOR,
@@ -132,7 +134,9 @@ CREATE TABLE chunks(
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
     content_hash INTEGER NOT NULL,  -- _hash_key of the text's hash
-    text TEXT NOT NULL,
+    text TEXT,  -- a compact index: zlib-compressed, or NULL where text_at and text_len cut it from its file
+    text_at INTEGER,  -- where the text starts in its file's text (source_text.py)
+    text_len INTEGER,
     embed_text TEXT,  -- NULL: not embedded (imports and assignments only)
     mentions TEXT,  -- documentation: the code names its prose mentions, space-separated
     unit_start INTEGER,  -- the definition the chunk belongs to (types.Unit): its lines and name; NULL: none
@@ -241,6 +245,13 @@ def _configure(db: apsw.Connection) -> None:
 
 def _packed(text: str) -> bytes:
     return zlib.compress(text.encode(), TEXT_LEVEL)
+
+
+def _stored_text(text: str, at: int, compact: bool) -> tuple[str | bytes | None, int | None, int | None]:
+    """(text, text_at, text_len) of a chunk row: a compact index cuts what it can from the file."""
+    if not compact:
+        return text, None, None
+    return (None, at, len(text)) if at >= 0 else (_packed(text), None, None)
 
 
 def _sign_page_bytes(width: int) -> int:
@@ -366,7 +377,7 @@ def _filter_sql(filters: Filters, file_alias: str = "f", repo: str = "") -> tupl
 
 _CANDIDATE_SQL = "SELECT " + CHUNK_ROW_COLUMNS.format(  # one folder: no repository name
     repo="''", definitions=f"(SELECT group_concat(d.name || {_SEP} || d.spelled, {_SEP}) FROM definitions d WHERE d.chunk_id = c.id)",
-) + " FROM chunks c JOIN files f ON f.id = c.file_id"
+) + ", c.text_at, c.text_len, f.hash FROM chunks c JOIN files f ON f.id = c.file_id"  # then where a text is cut from
 _CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id, e.resolution FROM edges e JOIN symbols s ON s.id = e.target_id
                        WHERE e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id != e.chunk_id"""
 _FILE_CHUNKS_SQL = """SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id), max(c.id), count(*)
@@ -394,6 +405,10 @@ class SqliteStore:
         self._staged_signs: dict[int, bytearray] = {}  # sign pages changed by this transaction
         self._vectors_added = False  # by this transaction: it may have crossed QUANTIZE_FROM
         self._turned_compact = False  # by this transaction: its commit is followed by a repack
+        # the folder's files, when this process may read them: a compact index then keeps where
+        # each chunk's text lies in its file instead of the text (None: it keeps every text)
+        self.sources: SourceTexts | None = None
+        self._cutting: tuple[str, str | None, list[int]] | None = None  # the file _compact_text read last
 
     # ---- opening -------------------------------------------------------------------------
 
@@ -507,6 +522,7 @@ class SqliteStore:
         beside = self.path.with_name(self.path.name + ".rebuild")
         SqliteStore.remove(beside)  # what a killed rebuild left
         fresh = SqliteStore.open(beside, self.repo)
+        fresh.sources = self.sources
         try:
             yield fresh
             fresh._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -677,11 +693,13 @@ class SqliteStore:
         symbols: Sequence[Symbol] = (),
         symbol_fts_rows: Sequence[tuple[str, str, str]] = (),
         edges: Sequence[Edge] = (),
+        text_at: Sequence[int] | None = None,
     ) -> list[int]:
         """Store a file with its chunks, symbols and edges, replacing what the index had for that path.
 
         `fts_rows` holds each chunk's (path tokens, body tokens) for the keyword index,
-        `symbol_fts_rows` each symbol's (name, split name, qualified name tokens).
+        `symbol_fts_rows` each symbol's (name, split name, qualified name tokens), `text_at`
+        where each chunk's text starts in the file's text (-1: not a slice of it).
         """
         file_id = self._upsert_file(record, digest, None)
         self._delete_chunks_of(file_id)
@@ -689,14 +707,15 @@ class SqliteStore:
         # all of a file's rows in one executemany instead of a statement per row
         ids = self._next_ids("chunks", len(chunks))
         compact = self._compact()
+        cut_at = list(text_at) if compact and self.sources is not None and text_at is not None else [-1] * len(chunks)
         self._db.executemany(
-            """INSERT INTO chunks(id, file_id, start_line, end_line, content_hash, text, embed_text, mentions,
-                                  unit_start, unit_end, unit_name)
-               VALUES(?,?,?,?,?,?,?,?,?,?,?)""",
+            """INSERT INTO chunks(id, file_id, start_line, end_line, content_hash, text, text_at, text_len, embed_text,
+                                  mentions, unit_start, unit_end, unit_name)
+               VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)""",
             [(chunk_id, file_id, chunk.start_line, chunk.end_line, _hash_key(chunk.content_hash),
-              _packed(chunk.text) if compact else chunk.text,
+              *_stored_text(chunk.text, at, compact),
               chunk.embed_text if chunk.embed else None, " ".join(chunk.mentions) or None, *unit_columns(chunk.unit))
-             for chunk_id, chunk in zip(ids, chunks, strict=True)],
+             for chunk_id, chunk, at in zip(ids, chunks, cut_at, strict=True)],
         )
         self._db.executemany(
             "INSERT INTO chunks_fts(rowid, path, body) VALUES(?, ?, ?)",
@@ -915,11 +934,13 @@ class SqliteStore:
             last = int(ids[-1])
         last = 0
         while rows := self._db.execute(
-            "SELECT id, text FROM chunks WHERE id > ? ORDER BY id LIMIT ?", (last, QUANTIZE_PAGE)
+            """SELECT c.id, c.text, f.path, f.hash, c.start_line, c.end_line FROM chunks c JOIN files f ON f.id = c.file_id
+               WHERE c.id > ? ORDER BY c.id LIMIT ?""", (last, QUANTIZE_PAGE)
         ).fetchall():
-            self._db.executemany("UPDATE chunks SET text = ? WHERE id = ?",
-                                 [(_packed(text), cid) for cid, text in rows if isinstance(text, str)])
+            self._db.executemany("UPDATE chunks SET text = ?, text_at = ?, text_len = ? WHERE id = ?",
+                                 [(*self._compact_text(*row[1:]), row[0]) for row in rows if isinstance(row[1], str)])
             last = cast(int, rows[-1][0])
+        self._cutting = None
         self.set_meta({COMPACT: "1"})
         self._turned_compact = True
         # from here on the codes are the vectors: the float32 copy (1.34 GB on the kernel) goes
@@ -936,6 +957,18 @@ class SqliteStore:
             self._db.execute("VACUUM")
         except apsw.Error as exc:
             logging.getLogger(__name__).warning("the index was not repacked after turning compact: %s", exc)
+
+    def _compact_text(self, text: str, path: str, digest: str | None, start: int, end: int,
+                      ) -> tuple[str | bytes | None, int | None, int | None]:
+        """A chunk text written before the index turned compact, as a compact index keeps it:
+        its place in the file when the file still holds it, else compressed."""
+        if self.sources is None:
+            return _stored_text(text, -1, compact=True)
+        if self._cutting is None or self._cutting[0] != path:  # a file's chunks come together, in id order
+            source = self.sources.file_text(path, digest)
+            self._cutting = (path, source, line_starts(source) if source is not None else [])
+        _, source, starts = self._cutting
+        return _stored_text(text, text_offset(source, starts, text, start, end) if source is not None else -1, True)
 
     def vector_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM embeddings").get)
@@ -1340,8 +1373,7 @@ class SqliteStore:
             batches = [(f"{_CANDIDATE_SQL} WHERE c.file_id IN ({','.join('?' * len(part))})", part)
                        for part in (file_ids[i : i + 500] for i in range(0, len(file_ids), 500))]
         for sql, params in batches:
-            for row in self._db.execute(sql, params):
-                yield row[-1], chunk_row(row)
+            yield from self._chunk_rows(self._db.execute(sql, params).fetchall())
 
     def chunk_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, ChunkRow]:
         """The chunks the filters let through, with the names they define and mention."""
@@ -1352,8 +1384,19 @@ class SqliteStore:
         for start in range(0, len(ids), 500):
             part = ids[start : start + 500]
             rows = self._db.execute(f"{_CANDIDATE_SQL} WHERE c.id IN ({','.join('?' * len(part))}){where}", (*part, *params))
-            out.update((row[0], chunk_row(row)) for row in rows)
+            out.update((row.chunk_id, row) for _, row in self._chunk_rows(rows.fetchall()))
         return out
+
+    def _chunk_rows(self, rows: list[tuple[Any, ...]]) -> list[tuple[int, ChunkRow]]:
+        """(file id, chunk) of _CANDIDATE_SQL rows, the texts a compact index keeps as places
+        cut from their files (a file changed since it was indexed gives an empty text)."""
+        cut = [i for i, row in enumerate(rows) if row[6] is None]
+        if cut:
+            texts = (self.sources.slices([(rows[i][1], rows[i][16], rows[i][14], rows[i][15]) for i in cut])
+                     if self.sources is not None else [None] * len(cut))
+            for i, text in zip(cut, texts, strict=True):
+                rows[i] = (*rows[i][:6], text or "", *rows[i][7:])
+        return [(int(row[13]), chunk_row(row)) for row in rows]
 
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
         """For each chunk, the chunks holding the definitions its resolved calls point at, with how
@@ -1389,15 +1432,17 @@ class SqliteStore:
         vector = ("(SELECT v.embedding FROM embeddings e JOIN vec_chunks v ON v.rowid = e.id "
                   "WHERE e.content_hash = c.content_hash)") if self.model() is not None else "NULL"
         row = self._db.execute(
-            f"""SELECT c.id, c.embed_text, c.text, {vector} FROM chunks c
+            f"""SELECT c.id, c.embed_text, c.text, {vector}, c.text_at, c.text_len, f.hash FROM chunks c
                JOIN files f ON f.id = c.file_id WHERE f.path = ? AND c.start_line <= ? AND c.end_line >= ?
                ORDER BY c.end_line - c.start_line LIMIT 1""",
             (path, line, line),
         ).fetchone()
         if not row:
             return None
+        text = chunk_text(row[2]) if row[2] is not None else (
+            (self.sources.slices([(path, row[6], row[4], row[5])])[0] if self.sources is not None else None) or "")
         # an empty embedding text was embedded by a worker and not kept (reading.py)
-        embed_text = row[1] or f"{path}\n{chunk_text(row[2])}"
+        embed_text = row[1] or f"{path}\n{text}"
         return ChunkAt(int(row[0]), embed_text, np.frombuffer(row[3], np.float32) if row[3] is not None else None)
 
     def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]:
