@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from codewhere.chunk import chunk_source, text_offsets
 from codewhere.embed.fake import FakeEmbedder
 from codewhere.store import warm
 from codewhere.store.warm import WarmReader
-from codewhere.chunk import chunk_source, text_offsets
 from codewhere.types import FileKind, FileRecord, Filters, ModelInfo, TermQuery
 from tests.conftest import bump_mtime
 

@@ -23,6 +23,7 @@ import apsw
 import numpy as np
 import sqlite_vec
 
+from codewhere.chunk import line_starts, text_offset
 from codewhere.errors import (
     CodewhereError,
     IndexFileError,
@@ -32,9 +33,7 @@ from codewhere.errors import (
     QueryInterrupted,
 )
 from codewhere.locks import index_writer_lock
-from codewhere.chunk import line_starts, text_offset
 from codewhere.store import quantized
-from codewhere.store.source_text import SourceTexts
 from codewhere.store.base import (
     CHUNK_ROW_COLUMNS,
     DEFINITION_SEPARATOR,
@@ -56,6 +55,7 @@ from codewhere.store.base import (
     targets_with_resolution,
     unit_columns,
 )
+from codewhere.store.source_text import SourceTexts
 from codewhere.types import (
     Chunk,
     ChunkRow,
@@ -938,7 +938,9 @@ class SqliteStore:
                WHERE c.id > ? ORDER BY c.id LIMIT ?""", (last, QUANTIZE_PAGE)
         ).fetchall():
             self._db.executemany("UPDATE chunks SET text = ?, text_at = ?, text_len = ? WHERE id = ?",
-                                 [(*self._compact_text(*row[1:]), row[0]) for row in rows if isinstance(row[1], str)])
+                                 [(*self._compact_text(text, cast(str, path), cast("str | None", digest), cast(int, start),
+                                                       cast(int, end)), cid)
+                                  for cid, text, path, digest, start, end in rows if isinstance(text, str)])
             last = cast(int, rows[-1][0])
         self._cutting = None
         self.set_meta({COMPACT: "1"})
