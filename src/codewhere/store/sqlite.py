@@ -378,8 +378,10 @@ def _filter_sql(filters: Filters, file_alias: str = "f", repo: str = "") -> tupl
 _CANDIDATE_SQL = "SELECT " + CHUNK_ROW_COLUMNS.format(  # one folder: no repository name
     repo="''", definitions=f"(SELECT group_concat(d.name || {_SEP} || d.spelled, {_SEP}) FROM definitions d WHERE d.chunk_id = c.id)",
 ) + ", c.text_at, c.text_len, f.hash FROM chunks c JOIN files f ON f.id = c.file_id"  # then where a text is cut from
-_CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id, e.resolution FROM edges e JOIN symbols s ON s.id = e.target_id
-                       WHERE e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id != e.chunk_id"""
+# on the rows themselves: a search asks this of every candidate, and needs no target name
+_CALL_TARGETS_SQL = f"""SELECT DISTINCT e.chunk_id, s.chunk_id, {_decoded("e.resolution", RESOLUTION_CODES)}
+                        FROM edge_rows e JOIN symbols s ON s.id = e.target_id
+                        WHERE e.kind = {EDGE_KIND_CODES["call"]} AND s.chunk_id IS NOT NULL AND s.chunk_id != e.chunk_id"""
 _FILE_CHUNKS_SQL = """SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id), max(c.id), count(*)
                        FROM files f JOIN chunks c ON c.file_id = f.id GROUP BY f.id"""
 
