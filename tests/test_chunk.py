@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
+
 from codewhere.chunk import (
     LONG_LINE_CHARS,
     chunk_file,
@@ -215,3 +219,26 @@ def test_every_chunk_of_a_definition_reports_it_whole() -> None:
     end = text.count("\n")
     assert {c.unit for c in of_function} == {Unit(3, end, "long_sum")}  # the comment above and the decorator included
     assert all(c.unit is None for c in chunks if c not in of_function)  # the import window belongs to nothing
+
+
+@pytest.mark.parametrize("chunker", ["lines", "symbols"])
+def test_every_chunk_text_is_a_slice_of_its_file_that_text_offsets_finds(chunker: str) -> None:
+    from codewhere.chunk import chunk_source, text_offsets
+
+    long_line = "x = [" + ", ".join(str(n) for n in range(40_000)) + "]\n"  # cut into pieces
+    big_function = "def big(value):\n" + "    value = value + 1  # a long body\n" * 400  # windows, a capped stored text
+    sources = {
+        "src/m.py": "import os\n\n\n@decorated\ndef helper(a, b):\n    \"\"\"Doc.\"\"\"\n    return a + b\n\n\nclass Shop:\n    def pay(self):\n        return 1\n" + big_function,
+        "src/long.py": long_line + "def after():\n    return 2\n",
+        "docs/guide.md": "# Title\n\nSome prose about `helper`.\n\n## Part\n\nMore prose.\r\n" * 30,
+        "src/crlf.py": "def a():\r\n    return 1\r\n\r\ndef b():\r\n    return 2\r\n",
+    }
+    for path, text in sources.items():
+        kind, language = (FileKind.DOCS, "markdown") if path.endswith(".md") else (FileKind.CODE, "python")
+        record = FileRecord(path, kind, language, len(text), 0)
+        parsed = parse(language, text)
+        chunks = chunk_source(record, text, parsed.symbols if parsed else None, chunker)
+        offsets = text_offsets(text, chunks)
+        assert chunks and all(at >= 0 for at in offsets), path
+        assert all(text[at : at + len(c.text)] == c.text for at, c in zip(offsets, chunks, strict=True)), path
+    assert text_offsets("def a():\n    pass\n", [replace(chunks[0], text="elsewhere\n", start_line=1, end_line=1)]) == [-1]
