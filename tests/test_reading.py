@@ -3,6 +3,7 @@ order; a broken pool or a killed parent loses nothing and leaves nothing running
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -110,7 +111,8 @@ def test_a_worker_killed_mid_run_costs_a_warning_and_no_file(tmp_path: Path, mon
     outcomes = read_files(root, jobs, "symbols", False, workers=2)
     got = [next(outcomes)]
     for child in _pool_workers():
-        child.send_signal(signal.SIGKILL)
+        with contextlib.suppress(psutil.NoSuchProcess):  # one of an earlier pool may be exiting
+            child.send_signal(signal.SIGKILL)
     got += list(outcomes)
     assert [job.record.path for job, _ in got] == [job.record.path for job in jobs]
     assert got == list(read_files(root, jobs, "symbols", False, workers=1))
@@ -147,8 +149,14 @@ def test_workers_of_a_killed_indexer_exit(tmp_path: Path) -> None:
 
 
 def _pool_workers() -> list[psutil.Process]:
-    """This process's spawned workers (not multiprocessing's resource tracker)."""
-    return [c for c in psutil.Process().children() if any("spawn_main" in part for part in c.cmdline())]
+    """This process's spawned workers (not multiprocessing's resource tracker, nor a child of an
+    earlier test that exits while we look: CI saw one go between the listing and its cmdline)."""
+    workers = []
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if any("spawn_main" in part for part in child.cmdline()):
+                workers.append(child)
+    return workers
 
 
 def _alive(pid: int) -> bool:
