@@ -15,8 +15,10 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from codewhere.store import FileState
+if TYPE_CHECKING:  # scan imports this module, and the store package imports scan's options
+    from codewhere.store.base import FileState
 
 META_KEY = "tree_stamps"  # index meta: the stamps of the last walk, as JSON
 
