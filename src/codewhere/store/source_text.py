@@ -2,7 +2,7 @@
 
 A chunk's text is a slice of its file's text (whole lines, or a piece of a long line). Past
 QUANTIZE_FROM vectors the SQLite index keeps where each slice starts and how long it is instead
-of the text (the kernel: 0.38 GB of compressed text), and reads the file when a search needs the
+of the text (the kernel: 0.40 GB of compressed text), and reads the file when a search needs the
 chunk: only when the file still holds the bytes the index was built from (its digest), so a
 text is the one that was indexed or none."""
 

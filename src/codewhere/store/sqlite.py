@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import itertools
 import json
 import logging
 import threading
@@ -97,8 +98,9 @@ RESOLUTION_CODES = {name: code for code, name in enumerate(
 
 def _hash_key(content_hash: str) -> int:
     """A chunk text's hash as the index keeps it: its first 64 bits, a signed integer (8 bytes
-    where 32 characters were, in the chunks, their index and the embeddings: 0.13 GB of the
-    kernel's index; 1.4 M texts collide with odds near 1e-7). The store hands back those 16 hex
+    where 32 characters were, in the chunks, their index and the embeddings: on the kernel
+    `chunks_hash` 62 → 25 MiB, `embeddings` and its key 114 → 47; 1.4 M texts collide with odds
+    near 1e-7). The store hands back those 16 hex
     digits, which key the same."""
     return int(content_hash[:16], 16) - (1 << 63)
 
@@ -182,7 +184,7 @@ CREATE VIRTUAL TABLE symbols_fts USING fts5(
     name, split, qualified, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
 );
 -- The graph's 4.9 M edges on the kernel: kind and resolution kept as small codes, the target name
--- once in `names` (496k distinct there), so a row is ids and lines (0.17 GB less on the kernel);
+-- once in `names` (496k distinct there), so a row is ids and lines (0.15 GB less on the kernel);
 -- `edges` reads them back as names, as every query asks for them.
 -- source_id: the enclosing symbol (NULL at module level); target_id: set by resolution.
 CREATE TABLE names(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
@@ -378,6 +380,9 @@ def _filter_sql(filters: Filters, file_alias: str = "f", repo: str = "") -> tupl
 _CANDIDATE_SQL = "SELECT " + CHUNK_ROW_COLUMNS.format(  # one folder: no repository name
     repo="''", definitions=f"(SELECT group_concat(d.name || {_SEP} || d.spelled, {_SEP}) FROM definitions d WHERE d.chunk_id = c.id)",
 ) + ", c.text_at, c.text_len, f.hash FROM chunks c JOIN files f ON f.id = c.file_id"  # then where a text is cut from
+# columns of a _CANDIDATE_SQL row: CHUNK_ROW_COLUMNS' path, text and file id, then the three added
+_PATH, _TEXT, _FILE_ID, _TEXT_AT, _TEXT_LEN, _FILE_HASH = 1, 6, 13, 14, 15, 16
+ROW_PAGE = 1_000  # chunk rows read at a time by rows_of_files
 # on the rows themselves: a search asks this of every candidate, and needs no target name
 _CALL_TARGETS_SQL = f"""SELECT DISTINCT e.chunk_id, s.chunk_id, {_decoded("e.resolution", RESOLUTION_CODES)}
                         FROM edge_rows e JOIN symbols s ON s.id = e.target_id
@@ -410,7 +415,6 @@ class SqliteStore:
         # the folder's files, when this process may read them: a compact index then keeps where
         # each chunk's text lies in its file instead of the text (None: it keeps every text)
         self.sources: SourceTexts | None = None
-        self._cutting: tuple[str, str | None, list[int]] | None = None  # the file _compact_text read last
 
     # ---- opening -------------------------------------------------------------------------
 
@@ -940,11 +944,8 @@ class SqliteStore:
                WHERE c.id > ? ORDER BY c.id LIMIT ?""", (last, QUANTIZE_PAGE)
         ).fetchall():
             self._db.executemany("UPDATE chunks SET text = ?, text_at = ?, text_len = ? WHERE id = ?",
-                                 [(*self._compact_text(text, cast(str, path), cast("str | None", digest), cast(int, start),
-                                                       cast(int, end)), cid)
-                                  for cid, text, path, digest, start, end in rows if isinstance(text, str)])
+                                 self._compacted_texts(rows))
             last = cast(int, rows[-1][0])
-        self._cutting = None
         self.set_meta({COMPACT: "1"})
         self._turned_compact = True
         # from here on the codes are the vectors: the float32 copy (1.34 GB on the kernel) goes
@@ -955,24 +956,29 @@ class SqliteStore:
         """Pack the pages the compact switch left part empty: its chunk texts were rewritten in
         place about 2.4x smaller, and SQLite reuses no room in a page that only later ids would
         fill (the kernel: 0.14 GB of its chunks' pages empty). Done once, just after the switch,
-        while the index holds about QUANTIZE_FROM chunks (seconds); an index that cannot be
+        while the index holds about QUANTIZE_FROM chunks; an index that cannot be
         repacked (a full disk) stays as it is, only larger."""
         try:
             self._db.execute("VACUUM")
         except apsw.Error as exc:
-            logging.getLogger(__name__).warning("the index was not repacked after turning compact: %s", exc)
+            log.warning("the index was not repacked after turning compact: %s", exc)
 
-    def _compact_text(self, text: str, path: str, digest: str | None, start: int, end: int,
-                      ) -> tuple[str | bytes | None, int | None, int | None]:
-        """A chunk text written before the index turned compact, as a compact index keeps it:
-        its place in the file when the file still holds it, else compressed."""
-        if self.sources is None:
-            return _stored_text(text, -1, compact=True)
-        if self._cutting is None or self._cutting[0] != path:  # a file's chunks come together, in id order
-            source = self.sources.file_text(path, digest)
-            self._cutting = (path, source, line_starts(source) if source is not None else [])
-        _, source, starts = self._cutting
-        return _stored_text(text, text_offset(source, starts, text, start, end) if source is not None else -1, True)
+    def _compacted_texts(self, rows: Sequence[tuple[Any, ...]]) -> list[tuple[object, ...]]:
+        """(text, text_at, text_len, id) of chunk rows (id, text, path, file digest, start line,
+        end line) written before the index turned compact: each text's place in its file when the
+        file still holds it, else the text compressed. Each file is read once a page."""
+        sources: dict[str, tuple[str, list[int]] | None] = {}
+        out: list[tuple[object, ...]] = []
+        for cid, text, path, digest, start, end in rows:
+            if not isinstance(text, str):
+                continue
+            if path not in sources:
+                source = self.sources.file_text(path, digest) if self.sources is not None else None
+                sources[path] = (source, line_starts(source)) if source is not None else None
+            held = sources[path]
+            at = text_offset(held[0], held[1], text, start, end) if held is not None else -1
+            out.append((*_stored_text(text, at, compact=True), cid))
+        return out
 
     def vector_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM embeddings").get)
@@ -1377,7 +1383,9 @@ class SqliteStore:
             batches = [(f"{_CANDIDATE_SQL} WHERE c.file_id IN ({','.join('?' * len(part))})", part)
                        for part in (file_ids[i : i + 500] for i in range(0, len(file_ids), 500))]
         for sql, params in batches:
-            yield from self._chunk_rows(self._db.execute(sql, params).fetchall())
+            cursor = self._db.execute(sql, params)
+            while page := list(itertools.islice(cursor, ROW_PAGE)):  # a page at a time: never the whole index as one list
+                yield from self._chunk_rows(page)
 
     def chunk_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, ChunkRow]:
         """The chunks the filters let through, with the names they define and mention."""
@@ -1392,15 +1400,25 @@ class SqliteStore:
         return out
 
     def _chunk_rows(self, rows: list[tuple[Any, ...]]) -> list[tuple[int, ChunkRow]]:
-        """(file id, chunk) of _CANDIDATE_SQL rows, the texts a compact index keeps as places
-        cut from their files (a file changed since it was indexed gives an empty text)."""
-        cut = [i for i, row in enumerate(rows) if row[6] is None]
-        if cut:
-            texts = (self.sources.slices([(rows[i][1], rows[i][16], rows[i][14], rows[i][15]) for i in cut])
-                     if self.sources is not None else [None] * len(cut))
-            for i, text in zip(cut, texts, strict=True):
-                rows[i] = (*rows[i][:6], text or "", *rows[i][7:])
-        return [(int(row[13]), chunk_row(row)) for row in rows]
+        """(file id, chunk) of _CANDIDATE_SQL rows, with the texts a compact index cut from their files."""
+        cut = [i for i, row in enumerate(rows) if row[_TEXT] is None]
+        texts = self._cut_texts([(rows[i][_PATH], rows[i][_FILE_HASH], rows[i][_TEXT_AT], rows[i][_TEXT_LEN]) for i in cut])
+        for i, text in zip(cut, texts, strict=True):
+            rows[i] = (*rows[i][:_TEXT], text, *rows[i][_TEXT + 1 :])
+        return [(int(row[_FILE_ID]), chunk_row(row)) for row in rows]
+
+    def _row_text(self, stored: str | bytes | None, path: str, digest: str | None, at: int, length: int) -> str:
+        """A chunk's text from its row: kept (compressed or not), or cut from its file."""
+        return chunk_text(stored) if stored is not None else self._cut_texts([(path, digest, at, length)])[0]
+
+    def _cut_texts(self, wanted: Sequence[tuple[str, str | None, int, int]]) -> list[str]:
+        """The texts of chunks a compact index cut from their files, by (path, file digest, start,
+        length): empty for a file that changed since it was indexed, or one this process cannot read."""
+        if not wanted:
+            return []
+        if self.sources is None:
+            return [""] * len(wanted)
+        return [text or "" for text in self.sources.slices(wanted)]
 
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
         """For each chunk, the chunks holding the definitions its resolved calls point at, with how
@@ -1443,10 +1461,8 @@ class SqliteStore:
         ).fetchone()
         if not row:
             return None
-        text = chunk_text(row[2]) if row[2] is not None else (
-            (self.sources.slices([(path, row[6], row[4], row[5])])[0] if self.sources is not None else None) or "")
-        # an empty embedding text was embedded by a worker and not kept (reading.py)
-        embed_text = row[1] or f"{path}\n{text}"
+        # an empty embedding text was embedded by a worker and not kept (reading.py): it is the text's
+        embed_text = row[1] or f"{path}\n{self._row_text(row[2], path, row[6], row[4], row[5])}"
         return ChunkAt(int(row[0]), embed_text, np.frombuffer(row[3], np.float32) if row[3] is not None else None)
 
     def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]:
