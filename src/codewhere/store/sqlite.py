@@ -34,7 +34,7 @@ from codewhere.errors import (
     QueryInterrupted,
 )
 from codewhere.locks import index_writer_lock
-from codewhere.store import quantized
+from codewhere.store import kept_postings, quantized
 from codewhere.store.base import (
     CHUNK_ROW_COLUMNS,
     DEFINITION_SEPARATOR,
@@ -57,6 +57,7 @@ from codewhere.store.base import (
     unit_columns,
 )
 from codewhere.store.source_text import SourceTexts
+from codewhere.store.warm_keywords import Postings, best_documents, best_first, fold, length_norm
 from codewhere.types import (
     Chunk,
     ChunkRow,
@@ -79,12 +80,15 @@ log = logging.getLogger(__name__)
 
 EDGE_PAGE = 50_000  # edges read at a time by a whole re-resolution
 APPLICATION_ID = 0x63776872  # "cwhr": marks a SQLite file as a codewhere index
-SCHEMA_VERSION = "9"
+SCHEMA_VERSION = "10"
 BUSY_TIMEOUT_MS = 10_000
 WRITER_CACHE_KIB = 65_536  # page cache of a connection that writes (SQLite: negative cache_size = KiB)
 QUANTIZE_PAGE = 50_000  # vectors read at a time when an index first quantizes them
 SIGN_PAGE = 256  # vectors per row of `vector_signs` (8 KB at 256 dimensions)
 COMPACT = "compact"  # meta: "1" once the index holds QUANTIZE_FROM vectors and keeps the compact form
+KEPT_THROUGH = "kept_through"  # meta: the largest chunk id whose keyword rows moved out of FTS5 (kept_postings.py)
+KEPT_PARTS = "kept_parts"  # meta: how many moves so far (each adds a part to the terms it holds)
+FOLD_CHUNKS = 100_000  # a compact index moves FTS5's rows once this many chunks were written since the last move
 TEXT_LEVEL = 6  # zlib level of a compact index's chunk text (the kernel's: 2.4x smaller; level 1: 2.3x)
 # The compact form of an index past QUANTIZE_FROM vectors: the vectors' sign bits (32 bytes each, in
 # pages) and byte codes instead of float32 vectors, so a one-shot search reads the bits in one pass
@@ -117,6 +121,15 @@ def _decoded(column: str, codes: dict[str, int]) -> str:
 _COMPACT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS vector_signs(page INTEGER PRIMARY KEY, bits BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS vector_codes(id INTEGER PRIMARY KEY, scale REAL NOT NULL, norm REAL NOT NULL, codes BLOB NOT NULL);
+"""
+# A compact index's keyword postings without positions (kept_postings.py); `tab` 0: chunks_fts, 1: files_fts.
+_KEPT_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kept_postings(
+    tab INTEGER NOT NULL, term TEXT NOT NULL, part INTEGER NOT NULL, docs BLOB NOT NULL, PRIMARY KEY(tab, term, part)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kept_lengths(
+    tab INTEGER NOT NULL, page INTEGER NOT NULL, lengths BLOB NOT NULL, PRIMARY KEY(tab, page)
+) WITHOUT ROWID;
 """
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -159,7 +172,8 @@ CREATE TABLE embeddings(id INTEGER PRIMARY KEY, content_hash INTEGER NOT NULL UN
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     path, body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
 );
--- One row per file (rowid = files.id): its path and all its chunks' tokens, for a file's BM25.
+-- One row per file (rowid: its first chunk's id, never reused while the file's row stands; a
+-- compact index never reuses it): its path and all its chunks' tokens, for a file's BM25.
 CREATE VIRTUAL TABLE files_fts USING fts5(
     path, body, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2'
 );
@@ -600,6 +614,7 @@ class SqliteStore:
         try:
             yield
             self._finish_vectors()
+            self._move_keywords_if_due()
         except BaseException:
             self._staged_signs.clear()
             self._vectors_added = False
@@ -678,12 +693,23 @@ class SqliteStore:
         return int(row)
 
     def _delete_chunks_of(self, file_id: int) -> None:
-        """Everything derived from a file's content: chunks, symbols, edges and their FTS rows."""
+        """Everything derived from a file's content: chunks, symbols, edges and their keyword rows
+        (in FTS5, or marked gone in the kept postings when they moved there)."""
+        through = self._kept_through()
+        if through:
+            moved = [cast(int, i) for (i,) in self._db.execute(
+                "SELECT id FROM chunks WHERE file_id = ? AND id <= ? ORDER BY id", (file_id, through))]
+            if moved:
+                self._forget_kept(0, moved)
+                first = self._db.execute("SELECT min(id) FROM chunks WHERE file_id = ?", (file_id,)).get
+                if first == moved[0]:
+                    self._forget_kept(1, moved[:1])
+        self._db.execute("DELETE FROM files_fts WHERE rowid = (SELECT min(id) FROM chunks WHERE file_id = ?) AND rowid > ?",
+                         (file_id, through))
         self._db.execute(
-            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)", (file_id,)
+            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ? AND id > ?)", (file_id, through)
         )
         self._db.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
-        self._db.execute("DELETE FROM files_fts WHERE rowid = ?", (file_id,))
         self._db.execute(
             "DELETE FROM symbols_fts WHERE rowid IN (SELECT id FROM symbols WHERE file_id = ?)", (file_id,)
         )
@@ -729,7 +755,7 @@ class SqliteStore:
         )
         if fts_rows:
             self._db.execute("INSERT INTO files_fts(rowid, path, body) VALUES(?, ?, ?)",
-                             (file_id, fts_rows[0][0], " ".join(body for _, body in fts_rows)))
+                             (ids[0], fts_rows[0][0], " ".join(body for _, body in fts_rows)))
         self._db.executemany(
             "INSERT INTO definitions(chunk_id, name, spelled) VALUES(?, ?, ?)",
             [(chunk_id, key, spelled) for chunk_id, chunk in zip(ids, chunks, strict=True)
@@ -766,6 +792,8 @@ class SqliteStore:
         if not n:  # most files define no symbols and many add no new vector: no query
             return []
         first = int(self._db.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {table}").get)  # noqa: S608 — our table names
+        if table == "chunks":  # a chunk id the kept postings name is never given again
+            first = max(first, self._kept_through() + 1)
         return list(range(first, first + n))
 
     def record_skipped_file(self, record: FileRecord, reason: SkipReason) -> None:
@@ -980,6 +1008,140 @@ class SqliteStore:
             out.append((*_stored_text(text, at, compact=True), cid))
         return out
 
+    # ---- keyword postings without positions (a compact index; kept_postings.py) ------------
+
+    def _kept_through(self) -> int:
+        """The largest chunk id whose keyword rows moved to the kept postings; 0: none moved."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (KEPT_THROUGH,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def _move_keywords_if_due(self) -> None:
+        """At a commit of a compact index: move FTS5's rows to the kept postings once FOLD_CHUNKS
+        chunks were written since the last move (at once when the index has just turned compact)."""
+        if not self._compact():
+            return
+        through = self._kept_through()
+        last = int(self._db.execute("SELECT coalesce(max(id), 0) FROM chunks").get)
+        if last - through >= FOLD_CHUNKS or (self._turned_compact and last > through):
+            self._move_keywords(last)
+
+    def _move_keywords(self, last: int) -> None:
+        """Every FTS5 row (chunk ids up to `last`) into the kept postings as one new part of each
+        term, their lengths into the kept lengths; FTS5 is left empty."""
+        self._db.execute(_KEPT_SCHEMA)
+        part = int(self.meta().get(KEPT_PARTS, "0"))
+        for tab, table in enumerate(_FTS_TABLES):
+            self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_moving USING fts5vocab(main, {table}, instance)")
+            by_term = self._db.execute(
+                f"""SELECT term, group_concat(doc || ',' || in_path || ',' || (n - in_path)) FROM (
+                      SELECT term, doc, sum(col = 'path') AS in_path, count(*) AS n FROM temp.{table}_moving GROUP BY term, doc)
+                    GROUP BY term""")  # noqa: S608 — our table names
+            self._db.executemany(
+                "INSERT INTO kept_postings(tab, term, part, docs) VALUES(?, ?, ?, ?)",
+                [(tab, term, part, kept_postings.encode(*kept_postings.postings_from_text(cast(str, text))))
+                 for term, text in by_term.fetchall()],
+            )
+            docs, lengths = self._fts_lengths(self._db, table)
+            self._set_kept_lengths(tab, docs, lengths)
+            self._db.execute(f"INSERT INTO {table}({table}) VALUES('delete-all')")
+            self._db.execute(f"DROP TABLE temp.{table}_moving")
+        self.set_meta({KEPT_THROUGH: str(last), KEPT_PARTS: str(part + 1)})
+
+    @staticmethod
+    def _fts_lengths(db: apsw.Connection, table: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids, length in tokens over the columns) of an FTS5 table's rows, from its docsize rows."""
+        rows = db.execute(f"SELECT id, sz FROM {_fts_table(table)}_docsize").fetchall()
+        docs = np.fromiter((cast(int, r[0]) for r in rows), np.int64, len(rows))
+        lengths = np.fromiter((sum(b) if (b := cast(bytes, r[1])).isascii() else _varint_sum(b) for r in rows),
+                              np.int64, len(rows))  # one byte per column, mostly
+        return docs, lengths
+
+    def _set_kept_lengths(self, tab: int, docs: np.ndarray, lengths: np.ndarray) -> None:
+        pages, slots = np.divmod(docs, kept_postings.LENGTH_PAGE)
+        for page in np.unique(pages).tolist():
+            row = self._db.execute("SELECT lengths FROM kept_lengths WHERE tab = ? AND page = ?", (tab, page)).fetchone()
+            held = kept_postings.page_lengths(cast(bytes, row[0]) if row else None)
+            on_page = pages == page
+            held[slots[on_page]] = lengths[on_page]
+            self._db.execute("INSERT OR REPLACE INTO kept_lengths(tab, page, lengths) VALUES(?, ?, ?)",
+                             (tab, page, kept_postings.length_page(held)))
+
+    def _forget_kept(self, tab: int, docs: Sequence[int]) -> None:
+        """Documents deleted after they moved: their postings stay, their length says they are gone."""
+        ids = np.asarray(docs, np.int64)
+        self._set_kept_lengths(tab, ids, np.full(len(ids), -1, np.int64))
+
+    def _document_lengths(self, db: apsw.Connection, table: str) -> np.ndarray:
+        """Each document's length in tokens, by id, -1 where none is: the kept ones and FTS5's."""
+        tab = _FTS_TABLES.index(_fts_table(table))
+        docs, lengths = self._fts_lengths(db, table)
+        kept: list[tuple[int, np.ndarray]] = []
+        if self._kept_through_of(db):
+            kept = [(cast(int, page), kept_postings.page_lengths(cast(bytes, blob))) for page, blob in db.execute(
+                "SELECT page, lengths FROM kept_lengths WHERE tab = ? ORDER BY page", (tab,))]
+        size = max([int(docs.max()) + 1 if len(docs) else 0]
+                   + [(page + 1) * kept_postings.LENGTH_PAGE for page, _ in kept])
+        out = np.full(size, -1, np.int64)
+        for page, held in kept:
+            out[page * kept_postings.LENGTH_PAGE:(page + 1) * kept_postings.LENGTH_PAGE] = held
+        out[docs] = lengths
+        return out
+
+    @staticmethod
+    def _kept_through_of(db: apsw.Connection) -> int:
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (KEPT_THROUGH,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def _term_postings(self, db: apsw.Connection, table: str, terms: Sequence[str],
+                       lengths: np.ndarray | None) -> dict[str, Postings]:
+        """Term → (documents, count in the path, count in the rest) as FTS5 would hold them: the
+        kept ones still standing (`lengths` says which) and FTS5's own."""
+        kept = lengths is not None and self._kept_through_of(db) > 0
+        tab = _FTS_TABLES.index(_fts_table(table))
+        found: dict[str, Postings] = {}
+        for term in terms:
+            rows = db.execute(f"SELECT doc, sum(col = 'path'), count(*) FROM temp.{table}_instances "
+                              "WHERE term = ? GROUP BY doc", (term,)).fetchall()
+            held = np.array(rows, np.int64).reshape(len(rows), 3)
+            docs, in_path, in_text = held[:, 0], held[:, 1].astype(np.float32), (held[:, 2] - held[:, 1]).astype(np.float32)
+            if kept and lengths is not None:
+                blobs = [cast(bytes, b) for (b,) in db.execute(
+                    "SELECT docs FROM kept_postings WHERE tab = ? AND term = ? ORDER BY part", (tab, term))]
+                k_docs, k_path, k_text = kept_postings.decode(blobs)
+                alive = kept_postings.live(k_docs, lengths)
+                docs = np.concatenate([k_docs[alive], docs])
+                in_path = np.concatenate([k_path[alive], in_path])
+                in_text = np.concatenate([k_text[alive], in_text])
+            found[term] = docs, in_path, in_text
+        return found
+
+    def _vocabulary(self, db: apsw.Connection) -> None:
+        """fts5vocab tables over both keyword tables on this connection (its temp schema)."""
+        for table in _FTS_TABLES:
+            for kind in ("row", "instance"):
+                db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_{kind}s USING fts5vocab(main, {table}, {kind})")
+
+    def _kept_best(self, table: str, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:
+        """(document, bm25 score) of the best `limit` documents, best first (ties by id), over the
+        kept postings and FTS5's together: what FTS5 alone answers for an index that never moved."""
+        self._vocabulary(self._db)
+        lengths = self._document_lengths(self._db, table)
+        terms = list(dict.fromkeys(fold(t) for t in query.terms))
+        postings = list(self._term_postings(self._db, table, terms, lengths).values())
+        allowed = None  # which documents may be answered; each term's weight counts every document holding it
+        if query.match != "any" and postings:  # "all" (and a phrase, which needs positions: read as "all")
+            allowed = functools.reduce(np.intersect1d, [p[0] for p in postings])
+        where, params = self._filter(filters)
+        if where:
+            doc = "c.id" if table == "chunks_fts" else "min(c.id)"
+            grouped = "" if table == "chunks_fts" else " GROUP BY c.file_id"
+            permitted = np.fromiter((cast(int, r[0]) for r in self._db.execute(
+                f"SELECT {doc} FROM chunks c JOIN files f ON f.id = c.file_id WHERE 1{where}{grouped}", params)), np.int64)
+            allowed = permitted if allowed is None else np.intersect1d(allowed, permitted)
+        rows = int((lengths >= 0).sum())
+        found = best_documents(postings, rows, length_norm(lengths, rows), query.field_weights, limit, allowed)
+        return best_first(found, limit)
+
     def vector_count(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM embeddings").get)
 
@@ -1114,6 +1276,9 @@ class SqliteStore:
         """Forget every file (a chunker change): the next refresh re-reads and re-chunks all."""
         for table in ("chunks_fts", "files_fts", "chunks", "symbols_fts", "edge_rows", "names", "symbols", "files"):
             self._db.execute(f"DELETE FROM {table}")
+        self._db.execute("DROP TABLE IF EXISTS kept_postings")
+        self._db.execute("DROP TABLE IF EXISTS kept_lengths")
+        self._db.execute("DELETE FROM meta WHERE key IN (?, ?)", (KEPT_THROUGH, KEPT_PARTS))
 
     # ---- the code graph ------------------------------------------------------------------
 
@@ -1280,6 +1445,8 @@ class SqliteStore:
 
     def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:
         """(chunk id, BM25 score, higher is better) of the chunks matching the terms."""
+        if self._kept_through():
+            return self._kept_best("chunks_fts", query, limit, filters)
         rows = self._bm25(query, limit, filters, """SELECT c.id, bm25(chunks_fts, ?, ?) AS score
                   FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN files f ON f.id = c.file_id
                   WHERE chunks_fts MATCH ?{where} ORDER BY score LIMIT ?""",
@@ -1290,10 +1457,16 @@ class SqliteStore:
     def file_keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> dict[tuple[str, str], float]:
         """(repository, path) → BM25 score (higher is better) of the best `limit` files, each
         file scored as one document: its path and all its chunks."""
+        if self._kept_through():
+            found = self._kept_best("files_fts", query, limit, filters)
+            paths = self._file_paths(self._db, [doc for doc, _ in found])
+            return {("", paths[doc]): score for doc, score in found if doc in paths}
         rows = self._bm25(query, limit, filters, """SELECT f.path, bm25(files_fts, ?, ?) AS score
-                  FROM files_fts JOIN files f ON f.id = files_fts.rowid WHERE files_fts MATCH ?{where} ORDER BY score LIMIT ?""",
+                  FROM files_fts JOIN chunks c ON c.id = files_fts.rowid JOIN files f ON f.id = c.file_id
+                  WHERE files_fts MATCH ?{where} ORDER BY score LIMIT ?""",
             """SELECT f.path, s.score FROM (SELECT rowid, bm25(files_fts, ?, ?) AS score FROM files_fts
-               WHERE files_fts MATCH ? ORDER BY score LIMIT ?) s JOIN files f ON f.id = s.rowid""")  # the join for the kept only
+               WHERE files_fts MATCH ? ORDER BY score LIMIT ?) s JOIN chunks c ON c.id = s.rowid
+               JOIN files f ON f.id = c.file_id""")  # the join for the kept only
         return {("", str(path)): -float(score) for path, score in cast(list[tuple[str, float]], rows)}  # no repository name, as in its rows
 
     def _bm25(self, query: TermQuery, limit: int, filters: Filters, filtered: str, unfiltered: str) -> list[Any]:
@@ -1317,48 +1490,46 @@ class SqliteStore:
             if db is None:
                 db = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
                 db.setbusytimeout(BUSY_TIMEOUT_MS)
-                for table in _FTS_TABLES:
-                    for kind in ("row", "instance"):
-                        db.execute(f"CREATE VIRTUAL TABLE temp.{table}_{kind}s USING fts5vocab(main, {table}, {kind})")
+                self._vocabulary(db)
                 self._postings_dbs[slot] = db
             with db:
                 yield db
 
     def document_lengths(self, table: str) -> np.ndarray:
         """Each row's length in tokens over its columns, indexed by rowid, -1 where no row is:
-        what FTS5's bm25 divides by, read from the table's docsize rows."""
+        what FTS5's bm25 divides by (the kept postings' documents with FTS5's)."""
         with self._postings(IN_THREAD) as db:
-            rows = db.execute(f"SELECT id, sz FROM {_fts_table(table)}_docsize").fetchall()
-        lengths = np.full(max((cast(int, r[0]) for r in rows), default=0) + 1, -1, np.int64)
-        for rowid, sizes in rows:
-            blob = cast(bytes, sizes)
-            lengths[cast(int, rowid)] = sum(blob) if blob.isascii() else _varint_sum(blob)  # one byte per column, mostly
-        return lengths
+            return self._document_lengths(db, table)
 
     def term_instances(self, table: str, terms: Sequence[str]) -> dict[str, int]:
-        """How many times each term occurs in the table (what reading its postings costs)."""
+        """What reading each term's postings costs, in FTS5 instance rows: those it holds, and a
+        tenth of a posting for each kept one (a varint to decode, not a row to step through)."""
+        tab = _FTS_TABLES.index(_fts_table(table))
         with self._postings(IN_SEARCH) as db:
-            return {term: int(db.execute(f"SELECT coalesce(sum(cnt), 0) FROM temp.{_fts_table(table)}_rows WHERE term = ?",
-                                         (term,)).get) for term in terms}
+            kept = self._kept_through_of(db) > 0
+            return {term: int(db.execute(f"SELECT coalesce(sum(cnt), 0) FROM temp.{table}_rows WHERE term = ?", (term,)).get)
+                    + (int(db.execute("SELECT coalesce(sum(length(docs)), 0) FROM kept_postings WHERE tab = ? AND term = ?",
+                                      (tab, term)).get) // (kept_postings.VALUES * 10) if kept else 0)
+                    for term in terms}
 
-    def term_postings(self, table: str, terms: Sequence[str], in_search: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    def term_postings(self, table: str, terms: Sequence[str], in_search: bool = False) -> dict[str, Postings]:
         """Term → (rowids, count in the path column, count in the others) of each term as FTS5
         stores it (folded), read in one snapshot; a term no row holds has empty arrays."""
-        found: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         with self._postings(IN_SEARCH if in_search else IN_THREAD) as db:
-            for term in terms:
-                rows = db.execute(f"SELECT doc, sum(col = 'path'), count(*) FROM temp.{_fts_table(table)}_instances "
-                                  "WHERE term = ? GROUP BY doc", (term,)).fetchall()
-                held = np.array(rows, np.int64).reshape(len(rows), 3)
-                in_path = held[:, 1].astype(np.float32)
-                found[term] = held[:, 0].astype(np.int32), in_path, held[:, 2].astype(np.float32) - in_path
-        return found
+            lengths = self._document_lengths(db, table) if self._kept_through_of(db) else None
+            return self._term_postings(db, table, terms, lengths)
 
     def file_paths(self, file_ids: Sequence[int]) -> dict[int, str]:
+        """Path of each `files_fts` row (its file's first chunk id)."""
+        return self._file_paths(self._db, file_ids)
+
+    @staticmethod
+    def _file_paths(db: apsw.Connection, docs: Sequence[int]) -> dict[int, str]:
         found: dict[int, str] = {}
-        for part in (file_ids[i : i + 500] for i in range(0, len(file_ids), 500)):
-            found.update((int(i), str(p)) for i, p in self._db.execute(
-                f"SELECT id, path FROM files WHERE id IN ({','.join('?' * len(part))})", tuple(part)))
+        for part in (docs[i : i + 500] for i in range(0, len(docs), 500)):
+            found.update((int(i), str(p)) for i, p in db.execute(
+                f"SELECT c.id, f.path FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({','.join('?' * len(part))})",
+                tuple(part)))
         return found
 
     # ---- what a warm reader reads (store/warm.py) -----------------------------------------

@@ -199,10 +199,11 @@ def length_norm(lengths: np.ndarray, rows: int) -> np.ndarray:
 
 
 def best_documents(terms: Sequence[Postings], rows: int, norm: np.ndarray, weights: tuple[float, float],
-                   limit: int) -> list[tuple[int, float]]:
+                   limit: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
     """(document, bm25 score) of the best `limit` documents holding any of the terms, and every
     document tied with the last one kept; unordered. `rows`: the documents in the collection (each
-    term's idf); `norm`: each document's length normalisation, indexed by document."""
+    term's idf); `norm`: each document's length normalisation, indexed by document; `allowed`: the
+    only documents that may be answered (a filter: it changes no score)."""
     terms = [t for t in terms if len(t[0])]
     if not rows or limit <= 0 or not terms:
         return []
@@ -216,6 +217,10 @@ def best_documents(terms: Sequence[Postings], rows: int, norm: np.ndarray, weigh
                          minlength=len(norm))
     matched = np.zeros(len(norm), bool)
     matched[docs] = True
+    if allowed is not None:
+        permitted = np.zeros(len(norm), bool)
+        permitted[allowed[allowed < len(norm)]] = True
+        matched &= permitted
     candidates = np.flatnonzero(matched)
     if len(candidates) > limit:
         # keep every document tied with the last one kept, so the caller breaks ties
