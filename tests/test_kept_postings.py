@@ -129,3 +129,31 @@ def test_moved_rows_free_fts5_and_a_rebuild_starts_over(sample_repo: Path, open_
     monkeypatch.setattr(quantized, "QUANTIZE_FROM", 10_000)
     index.refresh(rebuild=True)
     assert index.store._kept_through() == 0 and index.store.keyword_search(TermQuery(("cart",)), 5, Filters())
+
+
+def test_rows_held_since_the_last_move_encode_as_fts5_reads_them_back(sample_repo: Path, open_sqlite_index,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer keeps what it wrote since the last move (kept_postings.Pending) so a move need
+    not read FTS5's positions back: both ways give the same rows, non-ASCII words included."""
+    monkeypatch.setattr(quantized, "QUANTIZE_FROM", 4)
+    monkeypatch.setattr(sqlite, "FOLD_CHUNKS", 10_000)
+    index = open_sqlite_index(sample_repo)
+    index.refresh()
+    store = index.store
+    assert store._kept_through() > 0 and store._pending is not None
+    for name, text in (("src/shop/café.py", "def crème_brûlée(naïve):\n    return 'Ünïcode' + naïve\n"),
+                       ("src/shop/cart.py", "def cart_total(items):\n    return sum(i.price for i in items)\n")):
+        (sample_repo / name).write_text(text, encoding="utf-8")
+        bump_mtime(sample_repo / name)
+    index.refresh()
+    assert store._pending.files, "the edits are held"
+    with store.transaction():
+        chunks, files = store._pending.batches()
+        names = store._pending.term_names()
+        for tab, batch in enumerate((chunks, files)):
+            terms, blobs = kept_postings.encode_by_term(batch.term, batch.docs, batch.in_path, batch.in_text)
+            held = sorted((names[t], b) for t, b in zip(terms.tolist(), blobs, strict=True))
+            read_back = sorted((term, b) for _, term, _, b in store._fts_postings_rows(tab, sqlite._FTS_TABLES[tab], 0))
+            assert held == read_back and {"cremebrulee", "naive"} <= {t for t, _ in held}  # folded as FTS5 does
+            docs, lengths = store._fts_lengths(store._db, sqlite._FTS_TABLES[tab])
+            assert dict(zip(docs.tolist(), lengths.tolist(), strict=True)) == dict(zip(batch.lengths_of.tolist(), batch.lengths.tolist(), strict=True))

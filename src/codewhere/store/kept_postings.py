@@ -17,11 +17,22 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from codewhere.store.warm_keywords import FileTokens, Vocabulary, tokens_of_chunks, written_tokens
+
 LENGTH_PAGE = 65_536  # document ids per row of `kept_lengths` (256 KB of int32 before zlib)
 VALUES = 3  # varints a posting: document difference, count in the path, count in the text
+
+
+def varint_sizes(values: np.ndarray) -> np.ndarray:
+    v = np.asarray(values, np.uint64)
+    sizes = np.ones(len(v), np.int64)
+    for k in range(1, 10):
+        sizes += v >= np.uint64(1 << (7 * k))
+    return sizes
 
 
 def varints(values: np.ndarray) -> bytes:
@@ -29,9 +40,7 @@ def varints(values: np.ndarray) -> bytes:
     v = np.asarray(values, np.uint64)
     if not len(v):
         return b""
-    sizes = np.ones(len(v), np.int64)
-    for k in range(1, 10):
-        sizes += v >= np.uint64(1 << (7 * k))
+    sizes = varint_sizes(v)
     ends = np.cumsum(sizes)
     starts = ends - sizes
     out = np.empty(int(ends[-1]), np.uint8)
@@ -77,10 +86,88 @@ def decode(blobs: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return docs, values[:, 1].astype(np.float32), values[:, 2].astype(np.float32)
 
 
-def postings_from_text(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A term's postings given as `doc,in_path,in_text,doc,...` (what SQL's group_concat builds)."""
-    values = np.array(text.split(","), np.int64).reshape(-1, VALUES)
+def encode_by_term(term: np.ndarray, docs: np.ndarray, in_path: np.ndarray, in_text: np.ndarray
+                   ) -> tuple[np.ndarray, list[bytes]]:
+    """Many terms' postings at once, one (term, document) pair a row: each distinct term and its
+    blob (as `encode` writes it), in one pass over every posting rather than a call per term."""
+    if not len(term):
+        return np.empty(0, np.int64), []
+    order = np.lexsort((docs, term))
+    term, d = np.asarray(term)[order], np.asarray(docs, np.int64)[order]
+    firsts = np.flatnonzero(np.concatenate(([True], term[1:] != term[:-1])))
+    values = np.empty((len(d), VALUES), np.int64)
+    values[:, 0] = np.diff(d, prepend=0)
+    values[firsts, 0] = d[firsts]  # each term's first document as it is: its blob stands alone
+    values[:, 1] = np.asarray(in_path, np.int64)[order]
+    values[:, 2] = np.asarray(in_text, np.int64)[order]
+    flat = values.ravel()
+    blob = varints(flat)
+    posting_end = np.cumsum(varint_sizes(flat).reshape(-1, VALUES).sum(axis=1))
+    cuts = np.concatenate(([0], posting_end[firsts[1:] - 1], [posting_end[-1]])).tolist()
+    return term[firsts], [blob[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+
+
+def from_hex_rows(hexes: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(documents, count in the path, count in the text) from `%08x%08x%08x` triples, one string a
+    term (what the store's SQL formats), all terms one after another."""
+    values = np.frombuffer(bytes.fromhex("".join(hexes)), ">u4").reshape(-1, VALUES).astype(np.int64)
     return values[:, 0], values[:, 1], values[:, 2]
+
+
+@dataclass
+class Batch:
+    """Postings of documents of one table, one (term, document) pair a row, and each document's length."""
+
+    term: np.ndarray
+    docs: np.ndarray
+    in_path: np.ndarray
+    in_text: np.ndarray
+    lengths_of: np.ndarray  # documents
+    lengths: np.ndarray
+
+
+class Pending:
+    """The keyword rows written to FTS5 since the last move, kept as arrays by the process that
+    wrote them, so the next move encodes them without reading FTS5 back (a GROUP BY over every
+    token position: minutes on the kernel). Files by their first chunk id: a file written again
+    before the move replaces its entry."""
+
+    def __init__(self) -> None:
+        self.vocabulary = Vocabulary()
+        self.files: dict[int, FileTokens] = {}
+
+    def add(self, chunk_ids: Sequence[int], rows: Sequence[tuple[str, str]]) -> None:
+        if chunk_ids:
+            tokens = [(written_tokens(path), written_tokens(body)) for path, body in rows]
+            self.files[chunk_ids[0]] = tokens_of_chunks(chunk_ids, tokens, self.vocabulary)
+
+    def drop(self, first_chunk_id: int) -> None:
+        self.files.pop(first_chunk_id, None)
+
+    def batches(self) -> tuple[Batch, Batch]:
+        """(chunks, files) as the FTS5 tables hold them."""
+        parts = list(self.files.values())
+        chunks = Batch(
+            np.concatenate([p.posting_term for p in parts] or [np.empty(0, np.int32)]),
+            np.concatenate([p.chunk_ids[p.posting_chunk] for p in parts] or [np.empty(0, np.int64)]),
+            np.concatenate([p.in_path for p in parts] or [np.empty(0)]),
+            np.concatenate([p.in_text for p in parts] or [np.empty(0)]),
+            np.concatenate([p.chunk_ids for p in parts] or [np.empty(0, np.int64)]),
+            np.concatenate([p.lengths for p in parts] or [np.empty(0, np.int32)]),
+        )
+        documents = [p for p in parts if len(p.chunk_ids)]
+        files = Batch(
+            np.concatenate([p.file_terms for p in documents] or [np.empty(0, np.int32)]),
+            np.concatenate([np.full(len(p.file_terms), p.chunk_ids[0]) for p in documents] or [np.empty(0, np.int64)]),
+            np.concatenate([p.file_in_path for p in documents] or [np.empty(0)]),
+            np.concatenate([p.file_in_text for p in documents] or [np.empty(0)]),
+            np.asarray([p.chunk_ids[0] for p in documents], np.int64),
+            np.asarray([p.file_length for p in documents], np.int64),
+        )
+        return chunks, files
+
+    def term_names(self) -> list[str]:
+        return list(self.vocabulary.ids)
 
 
 def length_page(lengths: np.ndarray) -> bytes:

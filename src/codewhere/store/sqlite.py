@@ -426,6 +426,10 @@ class SqliteStore:
         self._staged_signs: dict[int, bytearray] = {}  # sign pages changed by this transaction
         self._vectors_added = False  # by this transaction: it may have crossed QUANTIZE_FROM
         self._turned_compact = False  # by this transaction: its commit is followed by a repack
+        # the keyword rows in FTS5 since the last move, when this connection wrote all of them
+        # (kept_postings.Pending); None: the next move reads them back from FTS5
+        self._pending: kept_postings.Pending | None = None
+        self._pending_version: object = None  # data_version after our last commit: another writer moves it
         # the folder's files, when this process may read them: a compact index then keeps where
         # each chunk's text lies in its file instead of the text (None: it keeps every text)
         self.sources: SourceTexts | None = None
@@ -611,6 +615,8 @@ class SqliteStore:
             self._db.execute("BEGIN IMMEDIATE")
         except apsw.Error as exc:
             raise (_mapped(self.path, exc) or exc) from exc
+        if self._pending is not None and self._db.execute("PRAGMA data_version").get != self._pending_version:
+            self._pending = None  # another connection wrote since: what we hold may not be what FTS5 holds
         try:
             yield
             self._finish_vectors()
@@ -619,6 +625,7 @@ class SqliteStore:
             self._staged_signs.clear()
             self._vectors_added = False
             self._turned_compact = False
+            self._pending = None
             if not self._db.getautocommit():  # SQLite may already have rolled back (a full disk)
                 self._db.execute("ROLLBACK")
             raise
@@ -628,7 +635,9 @@ class SqliteStore:
             if not self._db.getautocommit():
                 self._db.execute("ROLLBACK")
             self._turned_compact = False
+            self._pending = None
             raise (_mapped(self.path, exc) or exc) from exc
+        self._pending_version = self._db.execute("PRAGMA data_version").get
         if self._turned_compact:
             self._turned_compact = False
             self._repack()
@@ -704,6 +713,10 @@ class SqliteStore:
                 first = self._db.execute("SELECT min(id) FROM chunks WHERE file_id = ?", (file_id,)).get
                 if first == moved[0]:
                     self._forget_kept(1, moved[:1])
+        if self._pending is not None:
+            first_chunk = self._db.execute("SELECT min(id) FROM chunks WHERE file_id = ?", (file_id,)).get
+            if first_chunk is not None:
+                self._pending.drop(cast(int, first_chunk))
         self._db.execute("DELETE FROM files_fts WHERE rowid = (SELECT min(id) FROM chunks WHERE file_id = ?) AND rowid > ?",
                          (file_id, through))
         self._db.execute(
@@ -756,6 +769,8 @@ class SqliteStore:
         if fts_rows:
             self._db.execute("INSERT INTO files_fts(rowid, path, body) VALUES(?, ?, ?)",
                              (ids[0], fts_rows[0][0], " ".join(body for _, body in fts_rows)))
+        if self._pending is not None:
+            self._pending.add(ids, fts_rows)
         self._db.executemany(
             "INSERT INTO definitions(chunk_id, name, spelled) VALUES(?, ?, ?)",
             [(chunk_id, key, spelled) for chunk_id, chunk in zip(ids, chunks, strict=True)
@@ -1030,22 +1045,37 @@ class SqliteStore:
         term, their lengths into the kept lengths; FTS5 is left empty."""
         self._db.execute(_KEPT_SCHEMA)
         part = int(self.meta().get(KEPT_PARTS, "0"))
+        held = self._pending.batches() if self._pending is not None else None
+        names = self._pending.term_names() if self._pending is not None else []
         for tab, table in enumerate(_FTS_TABLES):
-            self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_moving USING fts5vocab(main, {table}, instance)")
-            by_term = self._db.execute(
-                f"""SELECT term, group_concat(doc || ',' || in_path || ',' || (n - in_path)) FROM (
-                      SELECT term, doc, sum(col = 'path') AS in_path, count(*) AS n FROM temp.{table}_moving GROUP BY term, doc)
-                    GROUP BY term""")  # noqa: S608 — our table names
-            self._db.executemany(
-                "INSERT INTO kept_postings(tab, term, part, docs) VALUES(?, ?, ?, ?)",
-                [(tab, term, part, kept_postings.encode(*kept_postings.postings_from_text(cast(str, text))))
-                 for term, text in by_term.fetchall()],
-            )
-            docs, lengths = self._fts_lengths(self._db, table)
-            self._set_kept_lengths(tab, docs, lengths)
+            if held is not None:
+                batch = held[tab]
+                terms, blobs = kept_postings.encode_by_term(batch.term, batch.docs, batch.in_path, batch.in_text)
+                rows = [(tab, names[t], part, b) for t, b in zip(terms.tolist(), blobs, strict=True)]
+                docs, lengths = batch.lengths_of, batch.lengths
+            else:
+                rows = self._fts_postings_rows(tab, table, part)
+                docs, lengths = self._fts_lengths(self._db, table)
+            self._db.executemany("INSERT INTO kept_postings(tab, term, part, docs) VALUES(?, ?, ?, ?)", rows)
+            self._set_kept_lengths(tab, np.asarray(docs, np.int64), np.asarray(lengths, np.int64))
             self._db.execute(f"INSERT INTO {table}({table}) VALUES('delete-all')")
-            self._db.execute(f"DROP TABLE temp.{table}_moving")
         self.set_meta({KEPT_THROUGH: str(last), KEPT_PARTS: str(part + 1)})
+        self._pending = kept_postings.Pending()
+
+    def _fts_postings_rows(self, tab: int, table: str, part: int) -> list[tuple[int, str, int, bytes]]:
+        """FTS5's rows of a keyword table as kept postings rows, read back from its token positions."""
+        self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_moving USING fts5vocab(main, {table}, instance)")
+        by_term = self._db.execute(
+            f"""SELECT term, count(*), group_concat(printf('%08x%08x%08x', doc, in_path, n - in_path), '') FROM (
+                  SELECT term, doc, sum(col = 'path') AS in_path, count(*) AS n FROM temp.{table}_moving GROUP BY term, doc)
+                GROUP BY term""").fetchall()  # noqa: S608 — our table names
+        self._db.execute(f"DROP TABLE temp.{table}_moving")
+        if not by_term:
+            return []
+        docs, in_path, in_text = kept_postings.from_hex_rows([cast(str, r[2]) for r in by_term])
+        term_of = np.repeat(np.arange(len(by_term)), [cast(int, r[1]) for r in by_term])
+        terms, blobs = kept_postings.encode_by_term(term_of, docs, in_path, in_text)
+        return [(tab, cast(str, by_term[t][0]), part, b) for t, b in zip(terms.tolist(), blobs, strict=True)]
 
     @staticmethod
     def _fts_lengths(db: apsw.Connection, table: str) -> tuple[np.ndarray, np.ndarray]:
@@ -1278,6 +1308,7 @@ class SqliteStore:
             self._db.execute(f"DELETE FROM {table}")
         self._db.execute("DROP TABLE IF EXISTS kept_postings")
         self._db.execute("DROP TABLE IF EXISTS kept_lengths")
+        self._pending = None
         self._db.execute("DELETE FROM meta WHERE key IN (?, ?)", (KEPT_THROUGH, KEPT_PARTS))
 
     # ---- the code graph ------------------------------------------------------------------

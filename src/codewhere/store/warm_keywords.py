@@ -81,12 +81,23 @@ class Vocabulary:
 
 
 def file_tokens(rows: Sequence[ChunkRow], vocabulary: Vocabulary) -> FileTokens:
-    chunk_ids, lengths, chunks, terms, columns = [], [], [], [], []
+    return tokens_of_chunks([row.chunk_id for row in rows], [(_tokens(row.path), _tokens(row.text)) for row in rows],
+                            vocabulary, (rows[0].repo, rows[0].path) if rows else ("", ""))
+
+
+def written_tokens(index_text: str) -> list[str]:
+    """The tokens of text `index_tokens` already made (what the indexer writes to FTS5), as FTS5 stores them."""
+    if index_text.isascii():
+        return index_text.split()
+    return [fold(t) for t in index_text.split()]
+
+
+def tokens_of_chunks(chunk_ids: Sequence[int], tokens: Sequence[tuple[list[str], list[str]]], vocabulary: Vocabulary,
+                     key: tuple[str, str] = ("", "")) -> FileTokens:
+    """One file's postings from each chunk's (path tokens, text tokens)."""
+    lengths, chunks, terms, columns = [], [], [], []
     path: list[str] = []
-    for n, row in enumerate(rows):
-        path = _tokens(row.path)
-        text = _tokens(row.text)
-        chunk_ids.append(row.chunk_id)
+    for n, (path, text) in enumerate(tokens):
         lengths.append(len(path) + len(text))
         ids = vocabulary.ids_of(path + text)
         terms += ids
@@ -95,14 +106,14 @@ def file_tokens(rows: Sequence[ChunkRow], vocabulary: Vocabulary) -> FileTokens:
     if not terms:
         empty = np.empty(0, np.int32)
         return FileTokens(np.asarray(chunk_ids, np.int64), np.asarray(lengths, np.int32), empty, empty,
-                          np.empty(0, np.float32), np.empty(0, np.float32))
-    key = np.asarray(chunks, np.int64) << 32 | np.asarray(terms, np.int64)
+                          np.empty(0, np.float32), np.empty(0, np.float32), key)
+    pair = np.asarray(chunks, np.int64) << 32 | np.asarray(terms, np.int64)
     column = np.asarray(columns, np.int8)
-    order = np.argsort(key, kind="stable")
-    key, column = key[order], column[order]
-    unique, start = np.unique(key, return_index=True)
+    order = np.argsort(pair, kind="stable")
+    pair, column = pair[order], column[order]
+    unique, start = np.unique(pair, return_index=True)
     in_text = np.add.reduceat(column.astype(np.float32), start)
-    counts = np.diff(np.append(start, len(key))).astype(np.float32)
+    counts = np.diff(np.append(start, len(pair))).astype(np.float32)
     posting_term = (unique & 0xFFFFFFFF).astype(np.int32)
     in_path = counts - in_text
     # the file as one document: each chunk repeats the path, so a term's path count is any chunk's
@@ -111,8 +122,8 @@ def file_tokens(rows: Sequence[ChunkRow], vocabulary: Vocabulary) -> FileTokens:
     np.maximum.at(file_in_path, inverse, in_path)
     file_in_text = np.bincount(inverse, weights=in_text, minlength=len(file_terms)).astype(np.float32)
     return FileTokens(np.asarray(chunk_ids, np.int64), np.asarray(lengths, np.int32), (unique >> 32).astype(np.int32),
-                      posting_term, in_path, in_text, (rows[0].repo, rows[0].path), file_terms.astype(np.int32),
-                      file_in_path, file_in_text, sum(lengths) - (len(rows) - 1) * len(path))
+                      posting_term, in_path, in_text, key, file_terms.astype(np.int32),
+                      file_in_path, file_in_text, sum(lengths) - (len(tokens) - 1) * len(path))
 
 
 class WarmKeywords:
