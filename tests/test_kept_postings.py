@@ -153,7 +153,7 @@ def test_rows_held_since_the_last_move_encode_as_fts5_reads_them_back(sample_rep
         for tab, batch in enumerate((chunks, files)):
             terms, blobs = kept_postings.encode_by_term(batch.term, batch.docs, batch.in_path, batch.in_text)
             held = sorted((names[t], b) for t, b in zip(terms.tolist(), blobs, strict=True))
-            read_back = sorted((term, b) for _, term, _, b in store._fts_postings_rows(tab, sqlite._FTS_TABLES[tab], 0))
+            read_back = sorted((term, b) for _, _, term, b in store._fts_postings_rows(tab, sqlite._FTS_TABLES[tab], 0))
             assert held == read_back and {"cremebrulee", "naive"} <= {t for t, _ in held}  # folded as FTS5 does
             docs, lengths = store._fts_lengths(store._db, sqlite._FTS_TABLES[tab])
             assert dict(zip(docs.tolist(), lengths.tolist(), strict=True)) == dict(zip(batch.lengths_of.tolist(), batch.lengths.tolist(), strict=True))

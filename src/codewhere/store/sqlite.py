@@ -125,8 +125,8 @@ CREATE TABLE IF NOT EXISTS vector_codes(id INTEGER PRIMARY KEY, scale REAL NOT N
 # A compact index's keyword postings without positions (kept_postings.py); `tab` 0: chunks_fts, 1: files_fts.
 _KEPT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS kept_postings(
-    tab INTEGER NOT NULL, term TEXT NOT NULL, part INTEGER NOT NULL, docs BLOB NOT NULL, PRIMARY KEY(tab, term, part)
-) WITHOUT ROWID;
+    tab INTEGER NOT NULL, part INTEGER NOT NULL, term TEXT NOT NULL, docs BLOB NOT NULL, PRIMARY KEY(tab, part, term)
+) WITHOUT ROWID;  -- a move appends its part at the end of the b-tree; a term is one seek a part
 CREATE TABLE IF NOT EXISTS kept_lengths(
     tab INTEGER NOT NULL, page INTEGER NOT NULL, lengths BLOB NOT NULL, PRIMARY KEY(tab, page)
 ) WITHOUT ROWID;
@@ -1051,18 +1051,18 @@ class SqliteStore:
             if held is not None:
                 batch = held[tab]
                 terms, blobs = kept_postings.encode_by_term(batch.term, batch.docs, batch.in_path, batch.in_text)
-                rows = [(tab, names[t], part, b) for t, b in zip(terms.tolist(), blobs, strict=True)]
+                rows = sorted((tab, part, names[t], b) for t, b in zip(terms.tolist(), blobs, strict=True))
                 docs, lengths = batch.lengths_of, batch.lengths
             else:
                 rows = self._fts_postings_rows(tab, table, part)
                 docs, lengths = self._fts_lengths(self._db, table)
-            self._db.executemany("INSERT INTO kept_postings(tab, term, part, docs) VALUES(?, ?, ?, ?)", rows)
+            self._db.executemany("INSERT INTO kept_postings(tab, part, term, docs) VALUES(?, ?, ?, ?)", rows)
             self._set_kept_lengths(tab, np.asarray(docs, np.int64), np.asarray(lengths, np.int64))
             self._db.execute(f"INSERT INTO {table}({table}) VALUES('delete-all')")
         self.set_meta({KEPT_THROUGH: str(last), KEPT_PARTS: str(part + 1)})
         self._pending = kept_postings.Pending()
 
-    def _fts_postings_rows(self, tab: int, table: str, part: int) -> list[tuple[int, str, int, bytes]]:
+    def _fts_postings_rows(self, tab: int, table: str, part: int) -> list[tuple[int, int, str, bytes]]:
         """FTS5's rows of a keyword table as kept postings rows, read back from its token positions."""
         self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_moving USING fts5vocab(main, {table}, instance)")
         by_term = self._db.execute(
@@ -1075,7 +1075,7 @@ class SqliteStore:
         docs, in_path, in_text = kept_postings.from_hex_rows([cast(str, r[2]) for r in by_term])
         term_of = np.repeat(np.arange(len(by_term)), [cast(int, r[1]) for r in by_term])
         terms, blobs = kept_postings.encode_by_term(term_of, docs, in_path, in_text)
-        return [(tab, cast(str, by_term[t][0]), part, b) for t, b in zip(terms.tolist(), blobs, strict=True)]
+        return sorted((tab, part, cast(str, by_term[t][0]), b) for t, b in zip(terms.tolist(), blobs, strict=True))
 
     @staticmethod
     def _fts_lengths(db: apsw.Connection, table: str) -> tuple[np.ndarray, np.ndarray]:
@@ -1122,12 +1122,19 @@ class SqliteStore:
         row = db.execute("SELECT value FROM meta WHERE key = ?", (KEPT_THROUGH,)).fetchone()
         return int(row[0]) if row else 0
 
+    @staticmethod
+    def _kept_parts_of(db: apsw.Connection) -> str:
+        """The kept parts' numbers, as an SQL list."""
+        row = db.execute("SELECT value FROM meta WHERE key = ?", (KEPT_PARTS,)).fetchone()
+        return ",".join(str(p) for p in range(int(row[0]) if row else 0)) or "NULL"
+
     def _term_postings(self, db: apsw.Connection, table: str, terms: Sequence[str],
                        lengths: np.ndarray | None) -> dict[str, Postings]:
         """Term → (documents, count in the path, count in the rest) as FTS5 would hold them: the
         kept ones still standing (`lengths` says which) and FTS5's own."""
         kept = lengths is not None and self._kept_through_of(db) > 0
         tab = _FTS_TABLES.index(_fts_table(table))
+        parts = self._kept_parts_of(db)
         found: dict[str, Postings] = {}
         for term in terms:
             rows = db.execute(f"SELECT doc, sum(col = 'path'), count(*) FROM temp.{table}_instances "
@@ -1136,7 +1143,7 @@ class SqliteStore:
             docs, in_path, in_text = held[:, 0], held[:, 1].astype(np.float32), (held[:, 2] - held[:, 1]).astype(np.float32)
             if kept and lengths is not None:
                 blobs = [cast(bytes, b) for (b,) in db.execute(
-                    "SELECT docs FROM kept_postings WHERE tab = ? AND term = ? ORDER BY part", (tab, term))]
+                    f"SELECT docs FROM kept_postings WHERE tab = ? AND part IN ({parts}) AND term = ? ORDER BY part", (tab, term))]
                 k_docs, k_path, k_text = kept_postings.decode(blobs)
                 alive = kept_postings.live(k_docs, lengths)
                 docs = np.concatenate([k_docs[alive], docs])
@@ -1538,9 +1545,10 @@ class SqliteStore:
         tab = _FTS_TABLES.index(_fts_table(table))
         with self._postings(IN_SEARCH) as db:
             kept = self._kept_through_of(db) > 0
+            parts = self._kept_parts_of(db)
             return {term: int(db.execute(f"SELECT coalesce(sum(cnt), 0) FROM temp.{table}_rows WHERE term = ?", (term,)).get)
-                    + (int(db.execute("SELECT coalesce(sum(length(docs)), 0) FROM kept_postings WHERE tab = ? AND term = ?",
-                                      (tab, term)).get) // (kept_postings.VALUES * 10) if kept else 0)
+                    + (int(db.execute(f"SELECT coalesce(sum(length(docs)), 0) FROM kept_postings WHERE tab = ? AND part IN ({parts}) "
+                                      "AND term = ?", (tab, term)).get) // (kept_postings.VALUES * 10) if kept else 0)
                     for term in terms}
 
     def term_postings(self, table: str, terms: Sequence[str], in_search: bool = False) -> dict[str, Postings]:
