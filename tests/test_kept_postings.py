@@ -153,7 +153,27 @@ def test_rows_held_since_the_last_move_encode_as_fts5_reads_them_back(sample_rep
         for tab, batch in enumerate((chunks, files)):
             terms, blobs = kept_postings.encode_by_term(batch.term, batch.docs, batch.in_path, batch.in_text)
             held = sorted((names[t], b) for t, b in zip(terms.tolist(), blobs, strict=True))
-            read_back = sorted((term, b) for _, _, term, b in store._fts_postings_rows(tab, sqlite._FTS_TABLES[tab], 0))
+            read_back = sorted(store._fts_postings(sqlite._FTS_TABLES[tab]).items())
             assert held == read_back and {"cremebrulee", "naive"} <= {t for t, _ in held}  # folded as FTS5 does
             docs, lengths = store._fts_lengths(store._db, sqlite._FTS_TABLES[tab])
             assert dict(zip(docs.tolist(), lengths.tolist(), strict=True)) == dict(zip(batch.lengths_of.tolist(), batch.lengths.tolist(), strict=True))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_many_terms_encode_in_slices_as_one_by_one(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kept_postings, "SLICE_POSTINGS", 7)  # terms cut into many slices, one term larger than a slice
+    rng = np.random.default_rng(seed)
+    n = 300
+    term = rng.integers(0, 40, n)
+    term[:20] = 41
+    docs = rng.integers(0, 10**6, n) * 64 + term  # (term, document) pairs distinct
+    in_path = np.where(rng.random(n) < 0.2, rng.integers(1, 4, n), 0)
+    in_text = rng.integers(0, 300, n)
+    terms, blobs = kept_postings.encode_by_term(term, docs, in_path, in_text)
+    assert terms.tolist() == sorted(set(term.tolist()))
+    for t, blob in zip(terms.tolist(), blobs, strict=True):
+        mine = term == t
+        order = np.argsort(docs[mine])
+        got = kept_postings.decode([blob])
+        assert got[0].tolist() == docs[mine][order].tolist()
+        assert got[1].tolist() == in_path[mine][order].tolist() and got[2].tolist() == in_text[mine][order].tolist()

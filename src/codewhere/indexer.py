@@ -231,6 +231,7 @@ def refresh(
             _file_pass(root, store, report, progress, chunker, options, before, embedder, paths, shared, workers)
     else:
         _file_pass(root, store, report, progress, chunker, options, before, embedder, None, shared, workers)
+    store.expect_files(0)  # nothing more comes: what the store held for a move it may drop
     report.seconds = time.perf_counter() - started
     return report
 
@@ -332,6 +333,7 @@ def _file_pass(
             continue
         jobs.append(Job(item, state.hash if state else None))
     unchanged = len(records) - len(jobs)
+    store.expect_files(sum(job.record.size for job in jobs))
     if progress and jobs and unchanged:
         progress(Step("files", unchanged, len(records)))
     outcomes = read_files(root, jobs, chunker, options.include_minified, workers, embedder)

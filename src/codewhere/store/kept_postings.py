@@ -2,9 +2,8 @@
 
 FTS5 stores every token's position (the kernel: 214 M and 203 M of them in its two keyword
 tables, 1.0 GB), which its bm25 never reads. Past the compact switch (store/sqlite.py) the SQLite
-store moves FTS5's rows, a batch at a time, into `kept_postings`: for each term, the documents
-holding it and its count in their path and in their text, as varints (the document as the
-difference from the one before). FTS5 keeps only the rows written since the last move (the
+store moves FTS5's rows, a batch at a time, into `kept_postings`: for each term, the chunks and
+the files holding it and its count in their path and in their text, as varints (`decode`). FTS5 keeps only the rows written since the last move (the
 "delta"), so an edit is still one FTS5 write; a search scores both together as FTS5's bm25 would
 over all of them (`warm_keywords.best_documents`), from the term's postings and each document's
 length.
@@ -24,7 +23,6 @@ import numpy as np
 from codewhere.store.warm_keywords import FileTokens, Vocabulary, tokens_of_chunks, written_tokens
 
 LENGTH_PAGE = 65_536  # document ids per row of `kept_lengths` (256 KB of int32 before zlib)
-VALUES = 3  # varints a posting: document difference, count in the path, count in the text
 
 
 def varint_sizes(values: np.ndarray) -> np.ndarray:
@@ -67,55 +65,93 @@ def from_varints(blob: bytes) -> np.ndarray:
 
 def encode(docs: np.ndarray, in_path: np.ndarray, in_text: np.ndarray) -> bytes:
     """One term's postings as a blob; documents in any order, each once."""
-    order = np.argsort(docs, kind="stable")
-    d = np.asarray(docs, np.int64)[order]
-    values = np.empty((len(d), VALUES), np.int64)
-    values[:, 0] = np.diff(d, prepend=0)
-    values[:, 1] = np.asarray(in_path, np.int64)[order]
-    values[:, 2] = np.asarray(in_text, np.int64)[order]
-    return varints(values.ravel())
+    _, blobs = encode_by_term(np.zeros(len(docs), np.int64), docs, in_path, in_text)
+    return blobs[0] if blobs else varints(np.zeros(1, np.int64))
 
 
 def decode(blobs: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(documents, count in the path, count in the text) of a term's blobs, one after another."""
-    if not blobs:
+    """(documents, count in the path, count in the text) of a term's blobs, one after another.
+
+    A blob is varints: how many documents; each one's difference from the one before and its
+    count in the text times two, plus one when the path holds the term too; then, for those,
+    the count in the path (a path term is rare: most documents spend no byte on it)."""
+    docs, in_path, in_text = [], [], []
+    for blob in blobs:
+        v = from_varints(blob)
+        n = int(v[0]) if len(v) else 0
+        pairs = v[1 : 1 + 2 * n].reshape(n, 2)
+        docs.append(np.cumsum(pairs[:, 0]))
+        in_text.append(pairs[:, 1] >> 1)
+        path = np.zeros(n, np.int64)
+        path[(pairs[:, 1] & 1) == 1] = v[1 + 2 * n :]
+        in_path.append(path)
+    if not docs:
         return np.empty(0, np.int64), np.empty(0, np.float32), np.empty(0, np.float32)
-    parts = [from_varints(b).reshape(-1, VALUES) for b in blobs]
-    docs = np.concatenate([np.cumsum(p[:, 0]) for p in parts])
-    values = np.concatenate(parts)
-    return docs, values[:, 1].astype(np.float32), values[:, 2].astype(np.float32)
+    return (np.concatenate(docs), np.concatenate(in_path).astype(np.float32),
+            np.concatenate(in_text).astype(np.float32))
+
+
+SLICE_POSTINGS = 250_000  # postings encoded at a time: bounds a move's memory (~45 MB)
 
 
 def encode_by_term(term: np.ndarray, docs: np.ndarray, in_path: np.ndarray, in_text: np.ndarray
                    ) -> tuple[np.ndarray, list[bytes]]:
-    """Many terms' postings at once, one (term, document) pair a row: each distinct term and its
-    blob (as `encode` writes it), in one pass over every posting rather than a call per term."""
+    """Many terms' postings at once, one (term, document) pair a row: each distinct term, in
+    order, and its blob (as `decode` reads it), a slice of terms at a time rather than a call per term."""
     if not len(term):
         return np.empty(0, np.int64), []
     d = np.asarray(docs, np.int64)
     t = np.asarray(term, np.int64)
-    if d.max() < 1 << 32 and t.max() < 1 << 31:  # one int64 key sorts faster than two
-        order = np.argsort(t << 32 | d)
-    else:
-        order = np.lexsort((d, t))
-    term, d = t[order], d[order]
-    firsts = np.flatnonzero(np.concatenate(([True], term[1:] != term[:-1])))
-    values = np.empty((len(d), VALUES), np.int64)
-    values[:, 0] = np.diff(d, prepend=0)
-    values[firsts, 0] = d[firsts]  # each term's first document as it is: its blob stands alone
-    values[:, 1] = np.asarray(in_path, np.int64)[order]
-    values[:, 2] = np.asarray(in_text, np.int64)[order]
-    flat = values.ravel()
+    order = np.argsort(t << 32 | d) if d.max() < 1 << 32 and t.max() < 1 << 31 else np.lexsort((d, t))
+    t = t[order]
+    starts = np.flatnonzero(np.concatenate(([True], t[1:] != t[:-1])))
+    bounds = np.append(starts, len(t))
+    terms: list[np.ndarray] = []
+    blobs: list[bytes] = []
+    first_term = 0
+    while first_term < len(starts):
+        last_term = max(first_term + 1, int(np.searchsorted(bounds, bounds[first_term] + SLICE_POSTINGS, "right")) - 1)
+        last_term = min(last_term, len(starts))
+        lo, hi = int(bounds[first_term]), int(bounds[last_term])
+        rows = order[lo:hi]
+        terms.append(t[bounds[first_term:last_term]])
+        blobs += _encode_slice(bounds[first_term : last_term + 1] - lo, d[rows], np.asarray(in_path, np.int64)[rows],
+                               np.asarray(in_text, np.int64)[rows])
+        first_term = last_term
+    return np.concatenate(terms), blobs
+
+
+def _encode_slice(bounds: np.ndarray, d: np.ndarray, in_path: np.ndarray, in_text: np.ndarray) -> list[bytes]:
+    """The blobs of consecutive terms whose postings (sorted by document) start at `bounds`."""
+    n = np.diff(bounds)
+    k = len(n)
+    term_of = np.repeat(np.arange(k), n)
+    local = np.arange(len(d)) - bounds[:-1][term_of]
+    has_path = in_path > 0
+    paths = np.bincount(term_of[has_path], minlength=k)
+    seg_len = 1 + 2 * n + paths
+    seg_start = np.concatenate(([0], np.cumsum(seg_len)[:-1]))
+    flat = np.empty(int(seg_len.sum()), np.int64)
+    flat[seg_start] = n
+    delta = np.diff(d, prepend=0)
+    delta[bounds[:-1]] = d[bounds[:-1]]  # each term's first document as it is: its blob stands alone
+    at = seg_start[term_of] + 1 + 2 * local
+    flat[at] = delta
+    flat[at + 1] = in_text * 2 + has_path
+    taken: np.ndarray = np.cumsum(has_path) - has_path  # path counts before each posting, over the slice
+    before_term = np.concatenate(([0], np.cumsum(paths)[:-1]))
+    rank = taken - before_term[term_of]
+    flat[(seg_start + 1 + 2 * n)[term_of[has_path]] + rank[has_path]] = in_path[has_path]
     blob = varints(flat)
-    posting_end = np.cumsum(varint_sizes(flat).reshape(-1, VALUES).sum(axis=1))
-    cuts = np.concatenate(([0], posting_end[firsts[1:] - 1], [posting_end[-1]])).tolist()
-    return term[firsts], [blob[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    sizes = np.cumsum(varint_sizes(flat))
+    ends = sizes[seg_start + seg_len - 1].tolist()
+    return [blob[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def from_hex_rows(hexes: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(documents, count in the path, count in the text) from `%08x%08x%08x` triples, one string a
     term (what the store's SQL formats), all terms one after another."""
-    values = np.frombuffer(bytes.fromhex("".join(hexes)), ">u4").reshape(-1, VALUES).astype(np.int64)
+    values = np.frombuffer(bytes.fromhex("".join(hexes)), ">u4").reshape(-1, 3).astype(np.int64)
     return values[:, 0], values[:, 1], values[:, 2]
 
 

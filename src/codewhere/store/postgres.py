@@ -558,6 +558,9 @@ class PostgresStore:
     def delete_files(self, paths: Iterable[str]) -> None:
         self._db.execute("DELETE FROM files WHERE repo_id = %s AND path = ANY(%s)", (self._rid(), list(paths)))
 
+    def expect_files(self, size: int) -> None:
+        """Nothing to prepare: PostgreSQL's keyword index has no compact form."""
+
     def clear_files(self) -> None:
         self._db.execute("DELETE FROM files WHERE repo_id = %s", (self._rid(),))
 

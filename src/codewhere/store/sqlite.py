@@ -88,7 +88,8 @@ SIGN_PAGE = 256  # vectors per row of `vector_signs` (8 KB at 256 dimensions)
 COMPACT = "compact"  # meta: "1" once the index holds QUANTIZE_FROM vectors and keeps the compact form
 KEPT_THROUGH = "kept_through"  # meta: the largest chunk id whose keyword rows moved out of FTS5 (kept_postings.py)
 KEPT_PARTS = "kept_parts"  # meta: how many moves so far (each adds a part to the terms it holds)
-FOLD_CHUNKS = 100_000  # a compact index moves FTS5's rows once this many chunks were written since the last move
+HOLD_FROM_BYTES = 128 << 20  # a first build reading this much likely turns compact (the kernel: 200k chunks by 130 MB): moves from the start
+FOLD_CHUNKS = 50_000  # FTS5's rows move once this many chunks were written since the last move
 TEXT_LEVEL = 6  # zlib level of a compact index's chunk text (the kernel's: 2.4x smaller; level 1: 2.3x)
 # The compact form of an index past QUANTIZE_FROM vectors: the vectors' sign bits (32 bytes each, in
 # pages) and byte codes instead of float32 vectors, so a one-shot search reads the bits in one pass
@@ -122,10 +123,11 @@ _COMPACT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS vector_signs(page INTEGER PRIMARY KEY, bits BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS vector_codes(id INTEGER PRIMARY KEY, scale REAL NOT NULL, norm REAL NOT NULL, codes BLOB NOT NULL);
 """
-# A compact index's keyword postings without positions (kept_postings.py); `tab` 0: chunks_fts, 1: files_fts.
+# A compact index's keyword postings without positions (kept_postings.py): chunks_fts's and files_fts's
+# for a term in one row (a term in a chunk is in its file); lengths by `tab`, 0: chunks_fts, 1: files_fts.
 _KEPT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS kept_postings(
-    tab INTEGER NOT NULL, part INTEGER NOT NULL, term TEXT NOT NULL, docs BLOB NOT NULL, PRIMARY KEY(tab, part, term)
+    part INTEGER NOT NULL, term TEXT NOT NULL, chunks BLOB NOT NULL, files BLOB NOT NULL, PRIMARY KEY(part, term)
 ) WITHOUT ROWID;  -- a move appends its part at the end of the b-tree; a term is one seek a part
 CREATE TABLE IF NOT EXISTS kept_lengths(
     tab INTEGER NOT NULL, page INTEGER NOT NULL, lengths BLOB NOT NULL, PRIMARY KEY(tab, page)
@@ -302,6 +304,7 @@ def _corrupt(path: Path) -> IndexFileError:
 _POSTINGS_READS = frozenset({"document_lengths", "term_postings", "term_instances"})
 IN_THREAD, IN_SEARCH = 0, 1
 _FTS_TABLES = ("chunks_fts", "files_fts")
+_KEPT_COLUMNS = ("chunks", "files")  # each one's postings in kept_postings
 
 
 def _apsw_errors_mapped(cls: type) -> type:
@@ -1031,11 +1034,12 @@ class SqliteStore:
         return int(row[0]) if row else 0
 
     def _move_keywords_if_due(self) -> None:
-        """At a commit of a compact index: move FTS5's rows to the kept postings once FOLD_CHUNKS
-        chunks were written since the last move (at once when the index has just turned compact)."""
-        if not self._compact():
-            return
+        """At a commit: move FTS5's rows to the kept postings once FOLD_CHUNKS chunks were written
+        since the last move (at once when the index has just turned compact), in an index that is
+        compact, moved before, or is a large first build (`expect_files`)."""
         through = self._kept_through()
+        if not (through or self._pending is not None or self._compact()):
+            return  # an index that never moved: FTS5 alone (every small one)
         last = int(self._db.execute("SELECT coalesce(max(id), 0) FROM chunks").get)
         if last - through >= FOLD_CHUNKS or (self._turned_compact and last > through):
             self._move_keywords(last)
@@ -1045,37 +1049,41 @@ class SqliteStore:
         term, their lengths into the kept lengths; FTS5 is left empty."""
         self._db.execute(_KEPT_SCHEMA)
         part = int(self.meta().get(KEPT_PARTS, "0"))
-        held = self._pending.batches() if self._pending is not None else None
-        names = self._pending.term_names() if self._pending is not None else []
+        encoded: list[dict[str, bytes]] = []
+        pending = self._pending
         for tab, table in enumerate(_FTS_TABLES):
-            if held is not None:
-                batch = held[tab]
+            if pending is not None:
+                batch, names = pending.batches()[tab], pending.term_names()
                 terms, blobs = kept_postings.encode_by_term(batch.term, batch.docs, batch.in_path, batch.in_text)
-                rows = sorted((tab, part, names[t], b) for t, b in zip(terms.tolist(), blobs, strict=True))
+                encoded.append({names[t]: b for t, b in zip(terms.tolist(), blobs, strict=True)})
                 docs, lengths = batch.lengths_of, batch.lengths
             else:
-                rows = self._fts_postings_rows(tab, table, part)
+                encoded.append(self._fts_postings(table))
                 docs, lengths = self._fts_lengths(self._db, table)
-            self._db.executemany("INSERT INTO kept_postings(tab, part, term, docs) VALUES(?, ?, ?, ?)", rows)
             self._set_kept_lengths(tab, np.asarray(docs, np.int64), np.asarray(lengths, np.int64))
             self._db.execute(f"INSERT INTO {table}({table}) VALUES('delete-all')")
+        chunks, files = encoded
+        self._db.executemany("INSERT INTO kept_postings(part, term, chunks, files) VALUES(?, ?, ?, ?)",
+                             [(part, term, chunks.get(term, b""), files.get(term, b"")) for term in sorted(chunks.keys() | files.keys())])
         self.set_meta({KEPT_THROUGH: str(last), KEPT_PARTS: str(part + 1)})
         self._pending = kept_postings.Pending()
 
-    def _fts_postings_rows(self, tab: int, table: str, part: int) -> list[tuple[int, int, str, bytes]]:
-        """FTS5's rows of a keyword table as kept postings rows, read back from its token positions."""
+    def _fts_postings(self, table: str) -> dict[str, bytes]:
+        """FTS5's rows of a keyword table as kept postings, read back from its token positions a
+        slice of terms at a time."""
         self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_moving USING fts5vocab(main, {table}, instance)")
-        by_term = self._db.execute(
+        cursor = self._db.execute(
             f"""SELECT term, count(*), group_concat(printf('%08x%08x%08x', doc, in_path, n - in_path), '') FROM (
                   SELECT term, doc, sum(col = 'path') AS in_path, count(*) AS n FROM temp.{table}_moving GROUP BY term, doc)
-                GROUP BY term""").fetchall()  # noqa: S608 — our table names
+                GROUP BY term""")  # noqa: S608 — our table names
+        out: dict[str, bytes] = {}
+        while rows := list(itertools.islice(cursor, 50_000)):
+            docs, in_path, in_text = kept_postings.from_hex_rows([cast(str, r[2]) for r in rows])
+            term_of = np.repeat(np.arange(len(rows)), [cast(int, r[1]) for r in rows])
+            terms, blobs = kept_postings.encode_by_term(term_of, docs, in_path, in_text)
+            out.update((cast(str, rows[t][0]), b) for t, b in zip(terms.tolist(), blobs, strict=True))
         self._db.execute(f"DROP TABLE temp.{table}_moving")
-        if not by_term:
-            return []
-        docs, in_path, in_text = kept_postings.from_hex_rows([cast(str, r[2]) for r in by_term])
-        term_of = np.repeat(np.arange(len(by_term)), [cast(int, r[1]) for r in by_term])
-        terms, blobs = kept_postings.encode_by_term(term_of, docs, in_path, in_text)
-        return sorted((tab, part, cast(str, by_term[t][0]), b) for t, b in zip(terms.tolist(), blobs, strict=True))
+        return out
 
     @staticmethod
     def _fts_lengths(db: apsw.Connection, table: str) -> tuple[np.ndarray, np.ndarray]:
@@ -1143,7 +1151,7 @@ class SqliteStore:
             docs, in_path, in_text = held[:, 0], held[:, 1].astype(np.float32), (held[:, 2] - held[:, 1]).astype(np.float32)
             if kept and lengths is not None:
                 blobs = [cast(bytes, b) for (b,) in db.execute(
-                    f"SELECT docs FROM kept_postings WHERE tab = ? AND part IN ({parts}) AND term = ? ORDER BY part", (tab, term))]
+                    f"SELECT {_KEPT_COLUMNS[tab]} FROM kept_postings WHERE part IN ({parts}) AND term = ? ORDER BY part", (term,))]
                 k_docs, k_path, k_text = kept_postings.decode(blobs)
                 alive = kept_postings.live(k_docs, lengths)
                 docs = np.concatenate([k_docs[alive], docs])
@@ -1308,6 +1316,19 @@ class SqliteStore:
         return self._coded(self._db.execute(
             "SELECT id, scale, norm, codes FROM vector_codes WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit)
         ).fetchall())
+
+    def expect_files(self, size: int) -> None:
+        """Before a large first build: hold the keyword rows written from here on, so the move
+        when the index turns compact need not read them back from FTS5 (on the kernel, 200,000
+        chunks' rows: gigabytes for SQLite's GROUP BY); 0 after a run: drop them unless the
+        index turned compact (it then holds what it writes until the next move)."""
+        if not size:  # the run is over: an index that did not turn compact will not need them
+            if not self._kept_through():
+                self._pending = None
+        elif size >= HOLD_FROM_BYTES and self._pending is None and not self._kept_through() \
+                and self._db.execute("SELECT count(*) FROM chunks_fts_docsize").get == 0:
+            self._pending = kept_postings.Pending()
+            self._pending_version = self._db.execute("PRAGMA data_version").get
 
     def clear_files(self) -> None:
         """Forget every file (a chunker change): the next refresh re-reads and re-chunks all."""
@@ -1541,14 +1562,14 @@ class SqliteStore:
 
     def term_instances(self, table: str, terms: Sequence[str]) -> dict[str, int]:
         """What reading each term's postings costs, in FTS5 instance rows: those it holds, and a
-        tenth of a posting for each kept one (a varint to decode, not a row to step through)."""
+        tenth of a posting (about two bytes) for each kept one (varints to decode, not rows to step through)."""
         tab = _FTS_TABLES.index(_fts_table(table))
         with self._postings(IN_SEARCH) as db:
             kept = self._kept_through_of(db) > 0
             parts = self._kept_parts_of(db)
             return {term: int(db.execute(f"SELECT coalesce(sum(cnt), 0) FROM temp.{table}_rows WHERE term = ?", (term,)).get)
-                    + (int(db.execute(f"SELECT coalesce(sum(length(docs)), 0) FROM kept_postings WHERE tab = ? AND part IN ({parts}) "
-                                      "AND term = ?", (tab, term)).get) // (kept_postings.VALUES * 10) if kept else 0)
+                    + (int(db.execute(f"SELECT coalesce(sum(length({_KEPT_COLUMNS[tab]})), 0) FROM kept_postings "
+                                      f"WHERE part IN ({parts}) AND term = ?", (term,)).get) // 20 if kept else 0)
                     for term in terms}
 
     def term_postings(self, table: str, terms: Sequence[str], in_search: bool = False) -> dict[str, Postings]:

@@ -15,10 +15,13 @@ Django).
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -75,9 +78,13 @@ class Vocabulary:
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}
 
-    def ids_of(self, tokens: Iterable[str]) -> list[int]:
+    def ids_of(self, tokens: Sequence[str]) -> list[int]:
         ids = self.ids
-        return [ids.setdefault(t, len(ids)) for t in tokens]
+        found: list[int | None] = list(map(ids.get, tokens))  # in C: most tokens are known
+        if None in found:
+            for at in itertools.compress(range(len(found)), map(operator.is_, found, itertools.repeat(None))):
+                found[at] = ids.setdefault(tokens[at], len(ids))
+        return cast(list[int], found)
 
 
 def file_tokens(rows: Sequence[ChunkRow], vocabulary: Vocabulary) -> FileTokens:
