@@ -177,3 +177,25 @@ def test_many_terms_encode_in_slices_as_one_by_one(seed: int, monkeypatch: pytes
         got = kept_postings.decode([blob])
         assert got[0].tolist() == docs[mine][order].tolist()
         assert got[1].tolist() == in_path[mine][order].tolist() and got[2].tolist() == in_text[mine][order].tolist()
+
+
+def test_a_process_opening_a_moved_index_holds_its_writes_from_an_empty_fts5(sample_repo: Path, open_sqlite_index,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process (a watcher, the next CLI run) starts holding what it writes once FTS5 is
+    empty, so its next move encodes from memory too; while FTS5 still has rows it does not."""
+    monkeypatch.setattr(quantized, "QUANTIZE_FROM", 4)
+    monkeypatch.setattr(sqlite, "FOLD_CHUNKS", 1)
+    first = open_sqlite_index(sample_repo)
+    first.refresh()
+    assert first.store._kept_through() > 0
+    first.close()
+    again = open_sqlite_index(sample_repo)
+    assert again.store._pending is None
+    cart = sample_repo / "src/shop/cart.py"
+    cart.write_text(cart.read_text() + "\n\ndef loyalty_points(total):\n    return int(total // 10)\n")
+    bump_mtime(cart)
+    monkeypatch.setattr(sqlite, "FOLD_CHUNKS", 10_000)  # the edit stays in FTS5
+    again.refresh()
+    assert again.store._pending is not None and again.store._pending.files, "held from the empty FTS5 on"
+    found = again.store.keyword_search(TermQuery(("loyalty",)), 5, Filters())
+    assert found and again.store._kept_through() < found[0][0]

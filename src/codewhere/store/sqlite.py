@@ -749,6 +749,9 @@ class SqliteStore:
         `symbol_fts_rows` each symbol's (name, split name, qualified name tokens), `text_at`
         where each chunk's text starts in the file's text (-1: not a slice of it).
         """
+        if self._pending is None and self._kept_through() \
+                and not self._db.execute("SELECT 1 FROM chunks_fts_docsize LIMIT 1").fetchone():
+            self._pending = kept_postings.Pending()  # nothing in FTS5 since the last move: hold from here
         file_id = self._upsert_file(record, digest, None)
         self._delete_chunks_of(file_id)
         # ids given here (what SQLite would pick: one past the largest) so that each table takes
