@@ -148,15 +148,29 @@ def test_rows_held_since_the_last_move_encode_as_fts5_reads_them_back(sample_rep
     index.refresh()
     assert store._pending.files, "the edits are held"
     with store.transaction():
-        chunks, files = store._pending.batches()
+        moving = store._pending.moving()
         names = store._pending.term_names()
-        for tab, batch in enumerate((chunks, files)):
-            terms, blobs = kept_postings.encode_by_term(batch.term, batch.docs, batch.in_path, batch.in_text)
-            held = sorted((names[t], b) for t, b in zip(terms.tolist(), blobs, strict=True))
-            read_back = sorted(store._fts_postings(sqlite._FTS_TABLES[tab]).items())
-            assert held == read_back and {"cremebrulee", "naive"} <= {t for t, _ in held}  # folded as FTS5 does
-            docs, lengths = store._fts_lengths(store._db, sqlite._FTS_TABLES[tab])
-            assert dict(zip(docs.tolist(), lengths.tolist(), strict=True)) == dict(zip(batch.lengths_of.tolist(), batch.lengths.tolist(), strict=True))
+        terms, blobs = kept_postings.encode_by_term(moving.term, moving.docs, moving.in_path, moving.in_text)
+        held = sorted((names[t], b) for t, b in zip(terms.tolist(), blobs, strict=True))
+        assert held == sorted(store._fts_postings("chunks_fts").items())
+        assert {"cremebrulee", "naive"} <= {t for t, _ in held}  # folded as FTS5 does
+        for table, docs, lengths in (("chunks_fts", moving.chunks, moving.chunk_lengths),
+                                     ("files_fts", moving.files, moving.file_lengths)):
+            read_docs, read_lengths = store._fts_lengths(store._db, table)
+            assert dict(zip(read_docs.tolist(), read_lengths.tolist(), strict=True)) == \
+                dict(zip(docs.tolist(), lengths.tolist(), strict=True))
+        # a file's postings are its chunks' (files_fts, read back, against per_file over the held chunks)
+        store._vocabulary(store._db)
+        file_docs = np.sort(moving.files)
+        for term, blob in held:
+            expected = store._term_postings(store._db, "files_fts", [term], None)[term]
+            got = kept_postings.per_file(*kept_postings.decode([blob]), file_docs)
+            assert [a.tolist() for a in got] == [sorted(expected[0].tolist()), *[b.tolist() for b in _by_doc(expected)]]
+
+
+def _by_doc(postings: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(postings[0])
+    return postings[1][order], postings[2][order]
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -199,3 +213,21 @@ def test_a_process_opening_a_moved_index_holds_its_writes_from_an_empty_fts5(sam
     assert again.store._pending is not None and again.store._pending.files, "held from the empty FTS5 on"
     found = again.store.keyword_search(TermQuery(("loyalty",)), 5, Filters())
     assert found and again.store._kept_through() < found[0][0]
+
+
+def test_a_large_first_build_moves_from_its_start_and_settles_at_its_end(sample_repo: Path, open_sqlite_index,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past HOLD_FROM_BYTES of files a first build moves its rows every FOLD_CHUNKS chunks, before
+    the index turns compact, and what is left at its end once SETTLE_CHUNKS or more."""
+    monkeypatch.setattr(sqlite, "HOLD_FROM_BYTES", 1)
+    monkeypatch.setattr(sqlite, "FOLD_CHUNKS", 5)
+    monkeypatch.setattr(sqlite, "SETTLE_CHUNKS", 1)
+    monkeypatch.setattr(indexer, "BATCH_FILES", 2)
+    index = open_sqlite_index(sample_repo)
+    index.refresh()
+    store = index.store
+    assert sqlite.COMPACT not in store.meta(), "small: never compact, yet moved"
+    assert store._db.execute("SELECT count(DISTINCT part) FROM kept_postings").get >= 2
+    assert store._db.execute("SELECT count(*) FROM chunks_fts_docsize").get == 0, "the end of the run moved the rest"
+    assert store._kept_through() == store._db.execute("SELECT max(id) FROM chunks").get
+    assert store.keyword_search(TermQuery(("cart",)), 5, Filters())

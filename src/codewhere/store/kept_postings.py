@@ -9,12 +9,12 @@ over all of them (`warm_keywords.best_documents`), from the term's postings and 
 length.
 
 A document's length is kept too, in pages of `LENGTH_PAGE` ids; -1 marks an id no document
-holds, or one deleted since it moved (its postings stay in the blobs and are skipped).
+holds, or one deleted since it moved (its postings stay in the blobs and are skipped). A file's
+postings are not kept apart: they are its chunks' (`per_file`).
 """
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from codewhere.store.warm_keywords import FileTokens, Vocabulary, tokens_of_chunks, written_tokens
 
-LENGTH_PAGE = 65_536  # document ids per row of `kept_lengths` (256 KB of int32 before zlib)
+LENGTH_PAGE = 65_536  # document ids per row of `kept_lengths` (256 KB of chunk lengths)
 
 
 def varint_sizes(values: np.ndarray) -> np.ndarray:
@@ -156,15 +156,33 @@ def from_hex_rows(hexes: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 @dataclass
-class Batch:
-    """Postings of documents of one table, one (term, document) pair a row, and each document's length."""
+class Moving:
+    """What a move writes: the chunks' postings, one (term, chunk) pair a row; each chunk's
+    length; each file's length, by its first chunk id. A file's postings are its chunks'
+    (`per_file`): files_fts's rows need not be kept apart."""
 
     term: np.ndarray
     docs: np.ndarray
     in_path: np.ndarray
     in_text: np.ndarray
-    lengths_of: np.ndarray  # documents
-    lengths: np.ndarray
+    chunks: np.ndarray
+    chunk_lengths: np.ndarray
+    files: np.ndarray
+    file_lengths: np.ndarray
+
+
+def per_file(docs: np.ndarray, in_path: np.ndarray, in_text: np.ndarray, file_docs: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A term's chunk postings as its files' (each by its first chunk id; `file_docs`, sorted:
+    every file moved, gone ones too), as files_fts holds them: a file's text is all its chunks'
+    texts (the counts add up), its path the chunks' one. A file's chunk ids are one run from its
+    first (the store gives them so), so a chunk's file is the last first id not past it."""
+    at = np.searchsorted(file_docs, docs, "right") - 1
+    files, inverse = np.unique(file_docs[np.maximum(at, 0)], return_inverse=True)
+    text = np.bincount(inverse, weights=in_text, minlength=len(files)).astype(np.float32)
+    path = np.zeros(len(files), np.float32)
+    np.maximum.at(path, inverse, in_path)
+    return files, path, text
 
 
 class Pending:
@@ -185,41 +203,56 @@ class Pending:
     def drop(self, first_chunk_id: int) -> None:
         self.files.pop(first_chunk_id, None)
 
-    def batches(self) -> tuple[Batch, Batch]:
-        """(chunks, files) as the FTS5 tables hold them."""
-        parts = list(self.files.values())
-        chunks = Batch(
-            np.concatenate([p.posting_term for p in parts] or [np.empty(0, np.int32)]),
-            np.concatenate([p.chunk_ids[p.posting_chunk] for p in parts] or [np.empty(0, np.int64)]),
-            np.concatenate([p.in_path for p in parts] or [np.empty(0)]),
-            np.concatenate([p.in_text for p in parts] or [np.empty(0)]),
-            np.concatenate([p.chunk_ids for p in parts] or [np.empty(0, np.int64)]),
-            np.concatenate([p.lengths for p in parts] or [np.empty(0, np.int32)]),
+    def moving(self) -> Moving:
+        parts = [p for p in self.files.values() if len(p.chunk_ids)]
+
+        def joined(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+            return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.empty(0, dtype)
+
+        return Moving(
+            joined([p.posting_term for p in parts], np.int64),
+            joined([p.chunk_ids[p.posting_chunk] for p in parts], np.int64),
+            joined([p.in_path for p in parts], np.float32),
+            joined([p.in_text for p in parts], np.float32),
+            joined([p.chunk_ids for p in parts], np.int64),
+            joined([p.lengths for p in parts], np.int64),
+            np.asarray([p.chunk_ids[0] for p in parts], np.int64),
+            np.asarray([p.file_length for p in parts], np.int64),
         )
-        documents = [p for p in parts if len(p.chunk_ids)]
-        files = Batch(
-            np.concatenate([p.file_terms for p in documents] or [np.empty(0, np.int32)]),
-            np.concatenate([np.full(len(p.file_terms), p.chunk_ids[0]) for p in documents] or [np.empty(0, np.int64)]),
-            np.concatenate([p.file_in_path for p in documents] or [np.empty(0)]),
-            np.concatenate([p.file_in_text for p in documents] or [np.empty(0)]),
-            np.asarray([p.chunk_ids[0] for p in documents], np.int64),
-            np.asarray([p.file_length for p in documents], np.int64),
-        )
-        return chunks, files
 
     def term_names(self) -> list[str]:
         return list(self.vocabulary.ids)
 
 
-def length_page(lengths: np.ndarray) -> bytes:
-    return zlib.compress(np.asarray(lengths, np.int32).tobytes(), 1)
-
-
-def page_lengths(blob: bytes | None) -> np.ndarray:
-    """A page's lengths (a new page: every id free)."""
+def dense_page(blob: bytes | None) -> np.ndarray:
+    """A page of chunk lengths, one int32 an id (-1: none); raw, so a search reads it as it is."""
     if blob is None:
         return np.full(LENGTH_PAGE, -1, np.int32)
-    return np.frombuffer(zlib.decompress(blob), np.int32).copy()
+    return np.frombuffer(blob, np.int32).copy()
+
+
+def sparse_page(blob: bytes | None) -> tuple[np.ndarray, np.ndarray]:
+    """A page of file lengths: (first chunk ids, lengths), by id; a file's chunks are the ids from
+    its first up to the next file's (`per_file`)."""
+    if blob is None:
+        return np.empty(0, np.int64), np.empty(0, np.int32)
+    n = len(blob) // 12
+    return np.frombuffer(blob[: 8 * n], np.int64).copy(), np.frombuffer(blob[8 * n :], np.int32).copy()
+
+
+def sparse_blob(docs: np.ndarray, lengths: np.ndarray) -> bytes:
+    return np.asarray(docs, np.int64).tobytes() + np.asarray(lengths, np.int32).tobytes()
+
+
+def merged(docs: np.ndarray, lengths: np.ndarray, new_docs: np.ndarray, new_lengths: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Sparse lengths with new ones set (the newer of two for one id), by id."""
+    all_docs = np.concatenate([docs, new_docs])
+    all_lengths = np.concatenate([lengths, np.asarray(new_lengths, np.int32)])
+    order = np.argsort(all_docs, kind="stable")
+    all_docs, all_lengths = all_docs[order], all_lengths[order]
+    last = np.append(all_docs[1:] != all_docs[:-1], True)
+    return all_docs[last], all_lengths[last]
 
 
 def live(docs: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -89,7 +89,8 @@ COMPACT = "compact"  # meta: "1" once the index holds QUANTIZE_FROM vectors and 
 KEPT_THROUGH = "kept_through"  # meta: the largest chunk id whose keyword rows moved out of FTS5 (kept_postings.py)
 KEPT_PARTS = "kept_parts"  # meta: how many moves so far (each adds a part to the terms it holds)
 HOLD_FROM_BYTES = 128 << 20  # a first build reading this much likely turns compact (the kernel: 200k chunks by 130 MB): moves from the start
-FOLD_CHUNKS = 50_000  # FTS5's rows move once this many chunks were written since the last move
+FOLD_CHUNKS = 100_000  # FTS5's rows move once this many chunks were written since the last move
+SETTLE_CHUNKS = 10_000  # and at the end of a run, once this many: a search reads FTS5's rows apart, slower
 TEXT_LEVEL = 6  # zlib level of a compact index's chunk text (the kernel's: 2.4x smaller; level 1: 2.3x)
 # The compact form of an index past QUANTIZE_FROM vectors: the vectors' sign bits (32 bytes each, in
 # pages) and byte codes instead of float32 vectors, so a one-shot search reads the bits in one pass
@@ -123,11 +124,12 @@ _COMPACT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS vector_signs(page INTEGER PRIMARY KEY, bits BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS vector_codes(id INTEGER PRIMARY KEY, scale REAL NOT NULL, norm REAL NOT NULL, codes BLOB NOT NULL);
 """
-# A compact index's keyword postings without positions (kept_postings.py): chunks_fts's and files_fts's
-# for a term in one row (a term in a chunk is in its file); lengths by `tab`, 0: chunks_fts, 1: files_fts.
+# A large index's keyword postings without positions (kept_postings.py): each term's chunks, a part
+# per move (files_fts's postings are its chunks', mapped to their files); `kept_lengths` by `tab`:
+# 0 each chunk's length (dense), 1 each file's by its first chunk id (sparse).
 _KEPT_SCHEMA = """
 CREATE TABLE IF NOT EXISTS kept_postings(
-    part INTEGER NOT NULL, term TEXT NOT NULL, chunks BLOB NOT NULL, files BLOB NOT NULL, PRIMARY KEY(part, term)
+    part INTEGER NOT NULL, term TEXT NOT NULL, docs BLOB NOT NULL, PRIMARY KEY(part, term)
 ) WITHOUT ROWID;  -- a move appends its part at the end of the b-tree; a term is one seek a part
 CREATE TABLE IF NOT EXISTS kept_lengths(
     tab INTEGER NOT NULL, page INTEGER NOT NULL, lengths BLOB NOT NULL, PRIMARY KEY(tab, page)
@@ -304,7 +306,6 @@ def _corrupt(path: Path) -> IndexFileError:
 _POSTINGS_READS = frozenset({"document_lengths", "term_postings", "term_instances"})
 IN_THREAD, IN_SEARCH = 0, 1
 _FTS_TABLES = ("chunks_fts", "files_fts")
-_KEPT_COLUMNS = ("chunks", "files")  # each one's postings in kept_postings
 
 
 def _apsw_errors_mapped(cls: type) -> type:
@@ -1029,7 +1030,7 @@ class SqliteStore:
             out.append((*_stored_text(text, at, compact=True), cid))
         return out
 
-    # ---- keyword postings without positions (a compact index; kept_postings.py) ------------
+    # ---- keyword postings without positions (a large index; kept_postings.py) --------------
 
     def _kept_through(self) -> int:
         """The largest chunk id whose keyword rows moved to the kept postings; 0: none moved."""
@@ -1052,22 +1053,22 @@ class SqliteStore:
         term, their lengths into the kept lengths; FTS5 is left empty."""
         self._db.execute(_KEPT_SCHEMA)
         part = int(self.meta().get(KEPT_PARTS, "0"))
-        encoded: list[dict[str, bytes]] = []
-        pending = self._pending
-        for tab, table in enumerate(_FTS_TABLES):
-            if pending is not None:
-                batch, names = pending.batches()[tab], pending.term_names()
-                terms, blobs = kept_postings.encode_by_term(batch.term, batch.docs, batch.in_path, batch.in_text)
-                encoded.append({names[t]: b for t, b in zip(terms.tolist(), blobs, strict=True)})
-                docs, lengths = batch.lengths_of, batch.lengths
-            else:
-                encoded.append(self._fts_postings(table))
-                docs, lengths = self._fts_lengths(self._db, table)
-            self._set_kept_lengths(tab, np.asarray(docs, np.int64), np.asarray(lengths, np.int64))
+        if self._pending is not None:
+            moving, names = self._pending.moving(), self._pending.term_names()
+            terms, blobs = kept_postings.encode_by_term(moving.term, moving.docs, moving.in_path, moving.in_text)
+            encoded = {names[t]: b for t, b in zip(terms.tolist(), blobs, strict=True)}
+            chunks, chunk_lengths = moving.chunks, moving.chunk_lengths
+            files, file_lengths = moving.files, moving.file_lengths
+        else:
+            encoded = self._fts_postings("chunks_fts")
+            chunks, chunk_lengths = self._fts_lengths(self._db, "chunks_fts")
+            files, file_lengths = self._fts_lengths(self._db, "files_fts")
+        self._set_kept_lengths(0, chunks, chunk_lengths)
+        self._set_kept_lengths(1, files, file_lengths)
+        for table in _FTS_TABLES:
             self._db.execute(f"INSERT INTO {table}({table}) VALUES('delete-all')")
-        chunks, files = encoded
-        self._db.executemany("INSERT INTO kept_postings(part, term, chunks, files) VALUES(?, ?, ?, ?)",
-                             [(part, term, chunks.get(term, b""), files.get(term, b"")) for term in sorted(chunks.keys() | files.keys())])
+        self._db.executemany("INSERT INTO kept_postings(part, term, docs) VALUES(?, ?, ?)",
+                             [(part, term, encoded[term]) for term in sorted(encoded)])
         self.set_meta({KEPT_THROUGH: str(last), KEPT_PARTS: str(part + 1)})
         self._pending = kept_postings.Pending()
 
@@ -1093,19 +1094,27 @@ class SqliteStore:
         """(rowids, length in tokens over the columns) of an FTS5 table's rows, from its docsize rows."""
         rows = db.execute(f"SELECT id, sz FROM {_fts_table(table)}_docsize").fetchall()
         docs = np.fromiter((cast(int, r[0]) for r in rows), np.int64, len(rows))
-        lengths = np.fromiter((sum(b) if (b := cast(bytes, r[1])).isascii() else _varint_sum(b) for r in rows),
-                              np.int64, len(rows))  # one byte per column, mostly
-        return docs, lengths
+        sizes = [cast(bytes, r[1]) for r in rows]
+        joined = b"".join(sizes)
+        if joined.isascii() and all(sizes):  # one byte per column, the common case: summed at once
+            starts = np.concatenate(([0], np.cumsum([len(b) for b in sizes])[:-1]))
+            return docs, np.add.reduceat(np.frombuffer(joined, np.uint8).astype(np.int64), starts) if len(rows) else docs
+        return docs, np.fromiter(map(_varint_sum, sizes), np.int64, len(rows))
 
     def _set_kept_lengths(self, tab: int, docs: np.ndarray, lengths: np.ndarray) -> None:
-        pages, slots = np.divmod(docs, kept_postings.LENGTH_PAGE)
+        pages = np.asarray(docs, np.int64) // kept_postings.LENGTH_PAGE
         for page in np.unique(pages).tolist():
             row = self._db.execute("SELECT lengths FROM kept_lengths WHERE tab = ? AND page = ?", (tab, page)).fetchone()
-            held = kept_postings.page_lengths(cast(bytes, row[0]) if row else None)
+            blob = cast(bytes, row[0]) if row else None
             on_page = pages == page
-            held[slots[on_page]] = lengths[on_page]
-            self._db.execute("INSERT OR REPLACE INTO kept_lengths(tab, page, lengths) VALUES(?, ?, ?)",
-                             (tab, page, kept_postings.length_page(held)))
+            if tab == 0:
+                held = kept_postings.dense_page(blob)
+                held[docs[on_page] % kept_postings.LENGTH_PAGE] = lengths[on_page]
+                written = held.tobytes()
+            else:
+                written = kept_postings.sparse_blob(*kept_postings.merged(*kept_postings.sparse_page(blob),
+                                                                          docs[on_page], lengths[on_page]))
+            self._db.execute("INSERT OR REPLACE INTO kept_lengths(tab, page, lengths) VALUES(?, ?, ?)", (tab, page, written))
 
     def _forget_kept(self, tab: int, docs: Sequence[int]) -> None:
         """Documents deleted after they moved: their postings stay, their length says they are gone."""
@@ -1114,19 +1123,39 @@ class SqliteStore:
 
     def _document_lengths(self, db: apsw.Connection, table: str) -> np.ndarray:
         """Each document's length in tokens, by id, -1 where none is: the kept ones and FTS5's."""
-        tab = _FTS_TABLES.index(_fts_table(table))
         docs, lengths = self._fts_lengths(db, table)
-        kept: list[tuple[int, np.ndarray]] = []
-        if self._kept_through_of(db):
-            kept = [(cast(int, page), kept_postings.page_lengths(cast(bytes, blob))) for page, blob in db.execute(
-                "SELECT page, lengths FROM kept_lengths WHERE tab = ? ORDER BY page", (tab,))]
-        size = max([int(docs.max()) + 1 if len(docs) else 0]
-                   + [(page + 1) * kept_postings.LENGTH_PAGE for page, _ in kept])
-        out = np.full(size, -1, np.int64)
-        for page, held in kept:
-            out[page * kept_postings.LENGTH_PAGE:(page + 1) * kept_postings.LENGTH_PAGE] = held
+        if _fts_table(table) == "chunks_fts":
+            kept = self._kept_chunk_lengths(db)
+        else:
+            kept_docs, kept_lengths = self._kept_file_lengths(db)
+            kept = np.full(int(kept_docs[-1]) + 1 if len(kept_docs) else 0, -1, np.int64)
+            kept[kept_docs] = kept_lengths
+        out = np.full(max(len(kept), int(docs.max()) + 1 if len(docs) else 0), -1, np.int64)
+        out[: len(kept)] = kept
         out[docs] = lengths
         return out
+
+    @staticmethod
+    def _kept_chunk_lengths(db: apsw.Connection) -> np.ndarray:
+        if not SqliteStore._kept_through_of(db):
+            return np.empty(0, np.int64)
+        pages = [(cast(int, page), cast(bytes, blob)) for page, blob in db.execute(
+            "SELECT page, lengths FROM kept_lengths WHERE tab = 0 ORDER BY page")]
+        out = np.full((pages[-1][0] + 1) * kept_postings.LENGTH_PAGE if pages else 0, -1, np.int64)
+        for page, blob in pages:
+            out[page * kept_postings.LENGTH_PAGE:(page + 1) * kept_postings.LENGTH_PAGE] = kept_postings.dense_page(blob)
+        return out
+
+    @staticmethod
+    def _kept_file_lengths(db: apsw.Connection) -> tuple[np.ndarray, np.ndarray]:
+        """(first chunk id, length) of every file moved, gone ones too (length -1), by id."""
+        if not SqliteStore._kept_through_of(db):
+            return np.empty(0, np.int64), np.empty(0, np.int32)
+        pages = [kept_postings.sparse_page(cast(bytes, blob)) for (blob,) in db.execute(
+            "SELECT lengths FROM kept_lengths WHERE tab = 1 ORDER BY page")]
+        if not pages:
+            return np.empty(0, np.int64), np.empty(0, np.int32)
+        return np.concatenate([d for d, _ in pages]), np.concatenate([n for _, n in pages])
 
     @staticmethod
     def _kept_through_of(db: apsw.Connection) -> int:
@@ -1144,8 +1173,8 @@ class SqliteStore:
         """Term → (documents, count in the path, count in the rest) as FTS5 would hold them: the
         kept ones still standing (`lengths` says which) and FTS5's own."""
         kept = lengths is not None and self._kept_through_of(db) > 0
-        tab = _FTS_TABLES.index(_fts_table(table))
         parts = self._kept_parts_of(db)
+        file_docs = self._kept_file_lengths(db)[0] if kept and _fts_table(table) == "files_fts" else None
         found: dict[str, Postings] = {}
         for term in terms:
             rows = db.execute(f"SELECT doc, sum(col = 'path'), count(*) FROM temp.{table}_instances "
@@ -1154,8 +1183,10 @@ class SqliteStore:
             docs, in_path, in_text = held[:, 0], held[:, 1].astype(np.float32), (held[:, 2] - held[:, 1]).astype(np.float32)
             if kept and lengths is not None:
                 blobs = [cast(bytes, b) for (b,) in db.execute(
-                    f"SELECT {_KEPT_COLUMNS[tab]} FROM kept_postings WHERE part IN ({parts}) AND term = ? ORDER BY part", (term,))]
+                    f"SELECT docs FROM kept_postings WHERE part IN ({parts}) AND term = ? ORDER BY part", (term,))]
                 k_docs, k_path, k_text = kept_postings.decode(blobs)
+                if file_docs is not None:
+                    k_docs, k_path, k_text = kept_postings.per_file(k_docs, k_path, k_text, file_docs)
                 alive = kept_postings.live(k_docs, lengths)
                 docs = np.concatenate([k_docs[alive], docs])
                 in_path = np.concatenate([k_path[alive], in_path])
@@ -1321,13 +1352,19 @@ class SqliteStore:
         ).fetchall())
 
     def expect_files(self, size: int) -> None:
-        """Before a large first build: hold the keyword rows written from here on, so the move
-        when the index turns compact need not read them back from FTS5 (on the kernel, 200,000
-        chunks' rows: gigabytes for SQLite's GROUP BY); 0 after a run: drop them unless the
-        index turned compact (it then holds what it writes until the next move)."""
-        if not size:  # the run is over: an index that did not turn compact will not need them
-            if not self._kept_through():
-                self._pending = None
+        """Before a large first build: hold the keyword rows written from here on, so a move
+        need not read them back from FTS5 (the kernel's first build, reading back 200,000 chunks'
+        rows at the compact switch, peaked at 4.4 GB); 0 after a run: drop them unless rows
+        moved, and move what the run wrote since the last move when it is SETTLE_CHUNKS or more."""
+        if not size:  # the run is over
+            through = self._kept_through()
+            if not through:
+                self._pending = None  # an index that moved nothing will not need them
+                return
+            last = int(self._db.execute("SELECT coalesce(max(id), 0) FROM chunks").get)
+            if self._pending is not None and last - through >= SETTLE_CHUNKS:
+                with self.transaction():  # a large build's last rows, moved too: FTS5 is left with edits only
+                    self._move_keywords(last)
         elif size >= HOLD_FROM_BYTES and self._pending is None and not self._kept_through() \
                 and self._db.execute("SELECT count(*) FROM chunks_fts_docsize").get == 0:
             self._pending = kept_postings.Pending()
@@ -1566,12 +1603,12 @@ class SqliteStore:
     def term_instances(self, table: str, terms: Sequence[str]) -> dict[str, int]:
         """What reading each term's postings costs, in FTS5 instance rows: those it holds, and a
         tenth of a posting (about two bytes) for each kept one (varints to decode, not rows to step through)."""
-        tab = _FTS_TABLES.index(_fts_table(table))
         with self._postings(IN_SEARCH) as db:
             kept = self._kept_through_of(db) > 0
             parts = self._kept_parts_of(db)
-            return {term: int(db.execute(f"SELECT coalesce(sum(cnt), 0) FROM temp.{table}_rows WHERE term = ?", (term,)).get)
-                    + (int(db.execute(f"SELECT coalesce(sum(length({_KEPT_COLUMNS[tab]})), 0) FROM kept_postings "
+            return {term: int(db.execute(f"SELECT coalesce(sum(cnt), 0) FROM temp.{_fts_table(table)}_rows WHERE term = ?",
+                                         (term,)).get)
+                    + (int(db.execute(f"SELECT coalesce(sum(length(docs)), 0) FROM kept_postings "
                                       f"WHERE part IN ({parts}) AND term = ?", (term,)).get) // 20 if kept else 0)
                     for term in terms}
 

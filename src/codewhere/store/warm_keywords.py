@@ -101,36 +101,35 @@ def written_tokens(index_text: str) -> list[str]:
 
 def tokens_of_chunks(chunk_ids: Sequence[int], tokens: Sequence[tuple[list[str], list[str]]], vocabulary: Vocabulary,
                      key: tuple[str, str] = ("", "")) -> FileTokens:
-    """One file's postings from each chunk's (path tokens, text tokens)."""
-    lengths, chunks, terms, columns = [], [], [], []
-    path: list[str] = []
-    for n, (path, text) in enumerate(tokens):
-        lengths.append(len(path) + len(text))
-        ids = vocabulary.ids_of(path + text)
-        terms += ids
-        chunks += [n] * len(ids)
-        columns += [0] * len(path) + [1] * len(text)
-    if not terms:
+    """One file's postings from each chunk's (path tokens, text tokens); every chunk has the
+    file's path. Each chunk's text is counted in one pass over the file's tokens, the path once."""
+    path = tokens[0][0] if tokens else []
+    if any(p != path for p, _ in tokens):
+        raise ValueError("the chunks of one file have one path")
+    text_counts = np.fromiter(map(len, (t for _, t in tokens)), np.int64, len(tokens))
+    lengths = (text_counts + len(path)).astype(np.int32)
+    text_ids = np.asarray(vocabulary.ids_of(list(itertools.chain.from_iterable(t for _, t in tokens))), np.int64)
+    if not len(text_ids) and not path:
         empty = np.empty(0, np.int32)
-        return FileTokens(np.asarray(chunk_ids, np.int64), np.asarray(lengths, np.int32), empty, empty,
+        return FileTokens(np.asarray(chunk_ids, np.int64), lengths, empty, empty,
                           np.empty(0, np.float32), np.empty(0, np.float32), key)
-    pair = np.asarray(chunks, np.int64) << 32 | np.asarray(terms, np.int64)
-    column = np.asarray(columns, np.int8)
-    order = np.argsort(pair, kind="stable")
-    pair, column = pair[order], column[order]
-    unique, start = np.unique(pair, return_index=True)
-    in_text = np.add.reduceat(column.astype(np.float32), start)
-    counts = np.diff(np.append(start, len(pair))).astype(np.float32)
-    posting_term = (unique & 0xFFFFFFFF).astype(np.int32)
-    in_path = counts - in_text
-    # the file as one document: each chunk repeats the path, so a term's path count is any chunk's
-    file_terms, inverse = np.unique(posting_term, return_inverse=True)
+    text_pairs, text_n = np.unique(np.repeat(np.arange(len(tokens), dtype=np.int64), text_counts) << 32 | text_ids,
+                                   return_counts=True)
+    path_terms, path_n = np.unique(np.asarray(vocabulary.ids_of(path), np.int64), return_counts=True)
+    path_pairs = (np.arange(len(tokens), dtype=np.int64)[:, None] << 32 | path_terms[None, :]).ravel()
+    pairs, inverse = np.unique(np.concatenate([text_pairs, path_pairs]), return_inverse=True)
+    in_text = np.bincount(inverse[: len(text_pairs)], weights=text_n, minlength=len(pairs)).astype(np.float32)
+    in_path = np.bincount(inverse[len(text_pairs) :], weights=np.tile(path_n, len(tokens)),
+                          minlength=len(pairs)).astype(np.float32)
+    posting_term = (pairs & 0xFFFFFFFF).astype(np.int32)
+    # the file as one document (files_fts): its path once and every chunk's text
+    file_terms, by_term = np.unique(posting_term, return_inverse=True)
+    file_in_text = np.bincount(by_term, weights=in_text, minlength=len(file_terms)).astype(np.float32)
     file_in_path = np.zeros(len(file_terms), np.float32)
-    np.maximum.at(file_in_path, inverse, in_path)
-    file_in_text = np.bincount(inverse, weights=in_text, minlength=len(file_terms)).astype(np.float32)
-    return FileTokens(np.asarray(chunk_ids, np.int64), np.asarray(lengths, np.int32), (unique >> 32).astype(np.int32),
-                      posting_term, in_path, in_text, key, file_terms.astype(np.int32),
-                      file_in_path, file_in_text, sum(lengths) - (len(tokens) - 1) * len(path))
+    file_in_path[np.searchsorted(file_terms, path_terms)] = path_n
+    return FileTokens(np.asarray(chunk_ids, np.int64), lengths, (pairs >> 32).astype(np.int32), posting_term, in_path,
+                      in_text, key, file_terms.astype(np.int32), file_in_path, file_in_text,
+                      int(text_counts.sum()) + len(path))
 
 
 class WarmKeywords:
