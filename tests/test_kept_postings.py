@@ -229,5 +229,6 @@ def test_a_large_first_build_moves_from_its_start_and_settles_at_its_end(sample_
     assert sqlite.COMPACT not in store.meta(), "small: never compact, yet moved"
     assert store._db.execute("SELECT count(DISTINCT part) FROM kept_postings").get >= 2
     assert store._db.execute("SELECT count(*) FROM chunks_fts_docsize").get == 0, "the end of the run moved the rest"
+    assert store._db.execute("PRAGMA freelist_count").get == 0, "and gave back the pages FTS5 freed"
     assert store._kept_through() == store._db.execute("SELECT max(id) FROM chunks").get
     assert store.keyword_search(TermQuery(("cart",)), 5, Filters())
