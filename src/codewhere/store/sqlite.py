@@ -246,10 +246,6 @@ def _mapped(path: Path, exc: apsw.Error) -> CodewhereError | None:
 def _configure(db: apsw.Connection) -> None:
     """Every connection that writes: WAL (readers go on during writes), commits that survive a
     killed process, foreign keys (a file's rows go with it)."""
-    # before WAL writes the file's header, or it cannot be set: a new file's freed pages can then be
-    # given back (`_give_back_free_pages`: a large build's last move empties FTS5, 51 MB on the
-    # kernel); a no-op on a file that has tables
-    db.execute("PRAGMA auto_vacuum=INCREMENTAL")
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
     while True:
         try:  # SQLite answers BUSY here at once, without its busy handler, while another
@@ -1006,11 +1002,14 @@ class SqliteStore:
         self._db.execute("DROP TABLE vec_chunks")
         self._db.execute(f"CREATE VIRTUAL TABLE vec_chunks USING vec0(embedding float[{self._dim()}] distance_metric=cosine)")
 
-    def _give_back_free_pages(self) -> None:
-        """Shrink the file by the pages nothing holds; an index that cannot (a full disk, or one
-        made before auto_vacuum) stays as it is, only larger."""
+    def _give_back_free_pages(self, repack: bool = False) -> None:
+        """Shrink the file by the pages nothing holds (`repack`: rewrite it whole); an index that
+        cannot (a full disk, or one without auto_vacuum) stays as it is, only larger."""
         try:
-            self._db.execute("PRAGMA incremental_vacuum").fetchall()  # a page a step: run to the end
+            if repack:
+                self._db.execute("VACUUM")
+            else:
+                self._db.execute("PRAGMA incremental_vacuum").fetchall()  # a page a step: run to the end
         except apsw.Error as exc:
             log.warning("the index's free pages were not given back: %s", exc)
 
@@ -1381,6 +1380,11 @@ class SqliteStore:
         elif size >= HOLD_FROM_BYTES and self._pending is None and not self._kept_through() \
                 and self._db.execute("SELECT count(*) FROM chunks_fts_docsize").get == 0:
             self._pending = kept_postings.Pending()
+            if not self._db.execute("SELECT 1 FROM chunks LIMIT 1").fetchone():
+                # an empty index: pages freed later can be given back (`_give_back_free_pages`: the
+                # last move empties FTS5, 51 MB on the kernel); VACUUM applies it, at once while empty
+                self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                self._give_back_free_pages(repack=True)
             self._pending_version = self._db.execute("PRAGMA data_version").get
 
     def clear_files(self) -> None:
