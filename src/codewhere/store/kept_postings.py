@@ -63,12 +63,6 @@ def from_varints(blob: bytes) -> np.ndarray:
     return np.add.reduceat(parts, starts)
 
 
-def encode(docs: np.ndarray, in_path: np.ndarray, in_text: np.ndarray) -> bytes:
-    """One term's postings as a blob; documents in any order, each once."""
-    _, blobs = encode_by_term(np.zeros(len(docs), np.int64), docs, in_path, in_text)
-    return blobs[0] if blobs else varints(np.zeros(1, np.int64))
-
-
 def decode(blobs: Sequence[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(documents, count in the path, count in the text) of a term's blobs, one after another.
 

@@ -709,18 +709,15 @@ class SqliteStore:
         """Everything derived from a file's content: chunks, symbols, edges and their keyword rows
         (in FTS5, or marked gone in the kept postings when they moved there)."""
         through = self._kept_through()
-        if through:
-            moved = [cast(int, i) for (i,) in self._db.execute(
-                "SELECT id FROM chunks WHERE file_id = ? AND id <= ? ORDER BY id", (file_id, through))]
+        if through or self._pending is not None:
+            ids = [cast(int, i) for (i,) in self._db.execute("SELECT id FROM chunks WHERE file_id = ? ORDER BY id", (file_id,))]
+            moved = [i for i in ids if i <= through]
             if moved:
                 self._forget_kept(0, moved)
-                first = self._db.execute("SELECT min(id) FROM chunks WHERE file_id = ?", (file_id,)).get
-                if first == moved[0]:
+                if moved[0] == ids[0]:
                     self._forget_kept(1, moved[:1])
-        if self._pending is not None:
-            first_chunk = self._db.execute("SELECT min(id) FROM chunks WHERE file_id = ?", (file_id,)).get
-            if first_chunk is not None:
-                self._pending.drop(cast(int, first_chunk))
+            if ids and self._pending is not None:
+                self._pending.drop(ids[0])
         self._db.execute("DELETE FROM files_fts WHERE rowid = (SELECT min(id) FROM chunks WHERE file_id = ?) AND rowid > ?",
                          (file_id, through))
         self._db.execute(
@@ -1045,8 +1042,7 @@ class SqliteStore:
 
     def _kept_through(self) -> int:
         """The largest chunk id whose keyword rows moved to the kept postings; 0: none moved."""
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (KEPT_THROUGH,)).fetchone()
-        return int(row[0]) if row else 0
+        return self._kept_through_of(self._db)
 
     def _move_keywords_if_due(self) -> None:
         """At a commit: move FTS5's rows to the kept postings once FOLD_CHUNKS chunks were written
