@@ -66,6 +66,8 @@ def test_default_model_is_shipped_and_loads_without_a_build_or_the_weights(tmp_p
     monkeypatch.setattr(distill, "WEIGHTS_PACKAGE", "no_such_weights_package")
     embedder = registry.load_embedder("default", Settings(cache_dir=tmp_path, models_dir=tmp_path / "empty"))
     assert embedder.info.id == "default" and embedder.info.dim == distill.PCA_DIMS
+    # a search's quick check compares this id with the index's before the model is loaded
+    assert registry.known_model_id("default") == embedder.info.id
     assert embedder.info.fingerprint.startswith(distill.RECIPE_VERSION + ":")
     assert not (tmp_path / "empty").exists()
 

@@ -16,7 +16,7 @@ from codewhere import freshness, gitinfo, graph, indexer
 from codewhere.chunk import CHUNKERS
 from codewhere.config import Settings
 from codewhere.embed import Embedder, cross_encoder
-from codewhere.embed.registry import DEFAULT_MODEL, BuildProgress, load_embedder
+from codewhere.embed.registry import DEFAULT_MODEL, BuildProgress, known_model_id, load_embedder
 from codewhere.errors import (
     IndexBusyError,
     IndexNotWritableError,
@@ -369,17 +369,16 @@ class Index:
         return None
 
     def run_fresh(self, request: SearchRequest, progress: Progress | None = None, vectors: bool = True) -> list[Hit]:
-        """`refresh_if_free`, then `run`: what a one-shot search does. The quick check reads what
-        the last walk saw, then stats those files (0.2 s on the Linux kernel) while the search
-        runs in a thread on what is committed; that answer stands when no file changed and
-        nobody committed meanwhile, else the index is refreshed and searched again."""
+        """`refresh_if_free`, then `run`: what a one-shot search does. The search starts at once,
+        in a thread, on what is committed (it loads the model itself); meanwhile the quick check
+        reads what the last walk saw and stats those files (0.2 s on the Linux kernel). The
+        answer stands when no file changed and nobody committed meanwhile, else the index is
+        refreshed and searched again."""
         if self.store.shared:  # a team index is written by `codewhere index`, read by everyone
             return self.run(request)
-        embedder = self.embedder() if vectors else None  # loaded once, before either thread needs it
-        check = indexer.quick_check(self.root, self.store, embedder, self.settings.chunker, self.settings.scan_options)
-        if check is None or check.pending:  # a first index, other rules, vectors to make
-            self.refresh_if_free(progress, vectors=vectors)
-            return self.run(request)
+        model_id = known_model_id(self.model_name) if vectors else None
+        if vectors and model_id is None:  # its id is known once it is loaded: loaded before either thread needs it
+            model_id = self.embedder().info.id
         before = self.store.change_token()
         answer: list[list[Hit]] = []
 
@@ -389,13 +388,15 @@ class Index:
 
         early = threading.Thread(target=search, name="codewhere-search", daemon=True)
         early.start()
-        changed = freshness.changed_paths(self.root, check.stamps, check.known)
+        check = indexer.quick_check(self.root, self.store, model_id, self.settings.chunker, self.settings.scan_options)
+        # None: a first index, other rules, vectors to make, an ignore file changed: a refresh checks for itself
+        changed = None if check is None or check.pending else freshness.changed_paths(self.root, check.stamps, check.known)
         if changed != []:
             self.store.interrupt()  # its answer will not be used: stop its SQL (a statement at a time)
         early.join()  # before the refresh's own SQL, which an interrupt still pending would stop too
         if changed == [] and answer and self.store.change_token() == before:
             return answer[0]
-        self.refresh_if_free(progress, vectors=vectors, paths=changed or None)  # None: it checks again
+        self.refresh_if_free(progress, vectors=vectors, paths=changed or None)
         return self.run(request)
 
     # ---- searching -----------------------------------------------------------------------

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # scan imports this module, and the store package imports scan's options
-    from codewhere.store.base import FileState
+    from codewhere.store.base import FileStamp
 
 META_KEY = "tree_stamps"  # index meta: the stamps of the last walk, as JSON
 
@@ -64,7 +65,7 @@ def _mtime(path: str) -> int | None:
         return None
 
 
-def changed_paths(root: Path, stamps: TreeStamps, known: dict[str, FileState]) -> list[str] | None:
+def changed_paths(root: Path, stamps: TreeStamps, known: Sequence[FileStamp]) -> list[str] | None:
     """The folders and files to refresh (an empty list: nothing changed), or None when only a
     whole walk will do (an ignore file changed, appeared or went away)."""
     base = str(root)
@@ -76,13 +77,13 @@ def changed_paths(root: Path, stamps: TreeStamps, known: dict[str, FileState]) -
         return None  # the root's own listing changed: a walk of the root is a whole walk
     root_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY)
     try:  # paths relative to the open root: no join per file
-        for rel, state in known.items():
+        for rel, size, mtime_ns, _ in known:
             try:
                 info = os.stat(rel, dir_fd=root_fd, follow_symlinks=False)
             except OSError:
                 changed.append(rel)
                 continue
-            if info.st_size != state.size or info.st_mtime_ns != state.mtime_ns:
+            if info.st_size != size or info.st_mtime_ns != mtime_ns:
                 changed.append(rel)
     finally:
         os.close(root_fd)

@@ -22,7 +22,7 @@ from codewhere.graph import carried_over, refresh_resolution
 from codewhere.parse import ParseResult
 from codewhere.reading import Job, Outcome, SameContent, Unreadable, read_files
 from codewhere.scan import IGNORE_FILES, ScanOptions, scan, scan_paths
-from codewhere.store import FileState, IndexWriter
+from codewhere.store import FileStamp, FileState, IndexWriter
 from codewhere.store.shared_vectors import SharedVectors
 from codewhere.types import Chunk, FileRecord, Skip, SkipReason
 
@@ -210,7 +210,8 @@ def refresh(
     before = store.meta()  # read once; only this run writes meta from here on (the caller holds the lock)
     scan_key = _scan_key(options)
     found: list[str] | None = None
-    check = quick_check(root, store, embedder, chunker, options, before) if quick and paths is None else None
+    model_id = embedder.info.id if embedder is not None else None
+    check = quick_check(root, store, model_id, chunker, options, before) if quick and paths is None else None
     if check is not None:
         known = check.known
         found = changed_paths(root, check.stamps, known)
@@ -225,7 +226,7 @@ def refresh(
     if quick and paths is not None and found is not None:
         # the quick check vouches for every file outside what it found: they count as unchanged
         vouched = set(found)
-        _count_unchanged(report, {path: state for path, state in known.items() if not _under(path, vouched)})
+        _count_unchanged(report, [stamp for stamp in known if not _under(stamp[0], vouched)])
     if paths is not None:
         with store.transaction():
             _file_pass(root, store, report, progress, chunker, options, before, embedder, paths, shared, workers)
@@ -241,34 +242,34 @@ class QuickCheck:
     """What a quick check reads from the index before it stats the tree (freshness.py)."""
 
     stamps: TreeStamps
-    known: dict[str, FileState]
+    known: list[FileStamp]
     pending: bool  # vectors left to make: a refresh has work even when no file changed
 
 
 def quick_check(
-    root: Path, store: IndexWriter, embedder: Embedder | None, chunker: str, options: ScanOptions,
+    root: Path, store: IndexWriter, model_id: str | None, chunker: str, options: ScanOptions,
     meta: dict[str, str] | None = None,
 ) -> QuickCheck | None:
     """None when a refresh must do more than refresh what changed (other rules or model, no
-    walk recorded)."""
+    walk recorded). `model_id`: the embedding model whose vectors must be complete (None: text only)."""
     before = store.meta() if meta is None else meta
     stamps = TreeStamps.from_meta(before)
-    if stamps is None or not _settled(root, before, chunker_version(chunker), _scan_key(options), embedder):
+    if stamps is None or not _settled(root, before, chunker_version(chunker), _scan_key(options), model_id):
         return None
-    return QuickCheck(stamps, store.file_states(), bool(embedder is not None and before.get(VECTORS_PENDING)))
+    return QuickCheck(stamps, store.file_stamps(), bool(model_id is not None and before.get(VECTORS_PENDING)))
 
 
-def _settled(root: Path, before: dict[str, str], version: str, scan_key: str, embedder: Embedder | None) -> bool:
+def _settled(root: Path, before: dict[str, str], version: str, scan_key: str, model_id: str | None) -> bool:
     """The last run finished its work under the same rules: only changed files can need any."""
     return (before.get("chunker_version") == version and before.get("scan_options") == scan_key
             and before.get("root") == str(root) and before.get(EDGES_RESOLVED) == "1"
-            and (embedder is None or before.get(VECTORS_COMPLETE) == embedder.info.id))
+            and (model_id is None or before.get(VECTORS_COMPLETE) == model_id))
 
 
-def _count_unchanged(report: IndexReport, known: dict[str, FileState]) -> None:
-    for state in known.values():
-        if state.skip_reason:
-            report.skipped[state.skip_reason] += 1
+def _count_unchanged(report: IndexReport, known: Sequence[FileStamp]) -> None:
+    for _, _, _, skip_reason in known:
+        if skip_reason:
+            report.skipped[skip_reason] += 1
         else:
             report.files_kept += 1
             report.files_unchanged += 1

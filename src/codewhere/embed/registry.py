@@ -50,6 +50,12 @@ def build_default_model(models_dir: Path, progress: BuildProgress | None = None)
     return folder
 
 
+def known_model_id(name: str) -> str | None:
+    """The id the model `name` will have once loaded, when that is known without loading it
+    (the default model); None for the others."""
+    return DEFAULT_MODEL if name == DEFAULT_MODEL else None
+
+
 def load_embedder(name: str, settings: Settings, progress: BuildProgress | None = None) -> Embedder:
     """`default`; `onnx:minilm` or `onnx:FOLDER`; `st:ID-or-FOLDER` (sentence-transformers);
     `openai:MODEL` (an OpenAI-compatible endpoint); else a model2vec folder or Hugging Face id."""

@@ -10,7 +10,7 @@ from codewhere.config import Settings
 from codewhere.errors import IndexBusyError, IndexFileError, NotIndexedError
 from codewhere.languages import SKIPPED_DIRS
 from codewhere.locks import index_writer_lock
-from codewhere.store.base import ChunkAt, FileState, GraphReader, IndexWriter, SearchReader, Store, StoreStats
+from codewhere.store.base import ChunkAt, FileStamp, FileState, GraphReader, IndexWriter, SearchReader, Store, StoreStats
 from codewhere.store.source_text import SourceTexts
 from codewhere.store.sqlite import SqliteStore
 
@@ -81,6 +81,6 @@ def _reading(store: SqliteStore, root: Path) -> SqliteStore:
 
 
 __all__ = [
-    "STORES", "ChunkAt", "FileState", "GraphReader", "IndexWriter", "SearchReader", "SqliteStore", "Store", "StoreStats",
+    "STORES", "ChunkAt", "FileStamp", "FileState", "GraphReader", "IndexWriter", "SearchReader", "SqliteStore", "Store", "StoreStats",
     "open_store",
 ]

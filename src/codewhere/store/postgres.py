@@ -20,7 +20,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import psycopg
@@ -40,6 +40,7 @@ from codewhere.store.base import (
     KEPT_PRECISE,
     ChunkAt,
     EdgeSource,
+    FileStamp,
     FileState,
     StoreStats,
     chunk_row,
@@ -434,6 +435,12 @@ class PostgresStore:
             where = " AND (path = %s OR (path > %s AND path < %s))"
             rows = [row for path in under for row in self._db.execute(sql + where, (self._repo_id, *path_bounds(path)))]
         return {path: FileState(size, mtime, h, skip) for path, size, mtime, h, skip in rows}
+
+    def file_stamps(self) -> list[FileStamp]:
+        if self._repo_id is None:
+            return []
+        return cast(list[FileStamp], self._db.execute(
+            "SELECT path, size, mtime_ns, skip_reason FROM files WHERE repo_id = %s", (self._repo_id,)).fetchall())
 
     def content_hashes_in(self, paths: Sequence[str]) -> set[str]:
         if self._repo_id is None:

@@ -41,6 +41,7 @@ from codewhere.store.base import (
     KEPT_PRECISE,
     ChunkAt,
     EdgeSource,
+    FileStamp,
     FileState,
     StoreStats,
     chunk_row,
@@ -672,6 +673,10 @@ class SqliteStore:
             where = " WHERE path = ? OR (path > ? AND path < ?)"
             rows = [row for path in under for row in self._db.execute(sql + where, path_bounds(path))]
         return {path: FileState(size, mtime, h, skip) for path, size, mtime, h, skip in rows}
+
+    def file_stamps(self) -> list[FileStamp]:
+        """Every file's size and mtime, and skip reason: half the time of `file_states` (78k files)."""
+        return cast(list[FileStamp], self._db.execute("SELECT path, size, mtime_ns, skip_reason FROM files").fetchall())
 
     def content_hashes_in(self, paths: Sequence[str]) -> set[str]:
         """The chunk texts of these files (before they are replaced: their vectors may become orphans)."""
