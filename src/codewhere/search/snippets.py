@@ -15,23 +15,37 @@ def snippet(text: str, start_line: int, terms: tuple[str, ...], lines: int = 3) 
     """(first line number shown, text) — `lines` lines starting at the best-matching line."""
     body = text.splitlines()
     wanted = frozenset(terms)
-    may_match = _term_pattern(wanted).search
     # a term can be one of a line's tokens only if it is a substring of the line folded like
     # this; most lines hold none, and tokenising every line of ten hits was most of the cost
     folded = _fold(text).splitlines()
     if len(folded) != len(body):  # lower() is not always length- and line-preserving
         folded = [_fold(line) for line in body]
+    joined = "\n".join(folded)
+    # the terms' pattern, searched from line to line, finds the lines worth scoring; the terms
+    # each holds (as a substring of its folded, scored start) bound its score from above
+    bounded: list[tuple[int, int]] = []
+    search = _term_pattern(wanted).search
+    row, at = 0, 0  # line `row` starts at position `at` of `joined`
+    while found := search(joined, at):
+        start = found.start()
+        row += joined.count("\n", at, start)
+        bound = sum(map(folded[row][:SCORED_LINE_CHARS].__contains__, wanted))
+        if bound:
+            bounded.append((-bound, row))
+        at = joined.find("\n", start) + 1  # on to the next line
+        if not at:
+            break
+        row += 1
+    # tokenise the most promising lines first, and only those that can still win or tie earlier
+    bounded.sort()
     best, best_score = 0, 0
-    for i, line in enumerate(body):
-        if not may_match(folded[i], 0, SCORED_LINE_CHARS):
-            continue
-        # the terms found in the folded line bound the score: skip tokenising a line that cannot win
-        if sum(map(folded[i][:SCORED_LINE_CHARS].__contains__, wanted)) <= best_score:
-            continue
-        score = len(wanted & set(index_tokens(line[:SCORED_LINE_CHARS]).split()))
-        if score > best_score:
-            best, best_score = i, score
-            if score == len(wanted):  # no line can do better
+    for negative, row in bounded:
+        if -negative < best_score or (-negative == best_score and row > best):
+            break
+        score = len(wanted & set(index_tokens(body[row][:SCORED_LINE_CHARS]).split()))
+        if score > best_score or (score == best_score and score and row < best):
+            best, best_score = row, score
+            if score == len(wanted):  # no line can do better, and none before it ties
                 break
     shown = [line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "…" for line in body[best : best + lines]]
     return start_line + best, "\n".join(shown)
