@@ -15,6 +15,10 @@ _WORD = re.compile(r"\w+(?:-\w+)*")
 _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][^\W\dA-Z_])|[A-Z]?[^\W\dA-Z_]+|[A-Z]+|\d+")
 MAX_TOKEN_CHARS = 64  # longer runs are base64, hashes or minified noise
 _IDENTIFIER_QUERY = re.compile(r"^[A-Za-z_$][\w$]*(?:(?:::|\.|->|#)[A-Za-z_$][\w$]*)*[!?]?(?:\(\))?$")
+_SEPARATORS = re.compile(r"[_\-]+")
+_QUALIFIERS = re.compile(r"::|\.|->|#")
+_IDENTIFIER_MARK = re.compile(r"::|\.|->|#|_|\(\)")
+_CAMEL_MARK = re.compile(r"[a-z][A-Z]|[A-Z][a-z]+[A-Z]")
 
 STOP_WORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being
@@ -30,13 +34,13 @@ STOP_WORDS = frozenset(
 def split_identifier(word: str) -> list[str]:
     """`HTTPAdapter` → [http, adapter]; `should_strip_auth` → [should, strip, auth]."""
     parts: list[str] = []
-    for piece in re.split(r"[_\-]+", word):
+    for piece in _SEPARATORS.split(word):
         parts.extend(p.lower() for p in _CAMEL_PART.findall(piece))
     return parts
 
 
 def compound(word: str) -> str:
-    return re.sub(r"[_\-]+", "", word).lower()
+    return _SEPARATORS.sub("", word).lower()
 
 
 def word_tokens(word: str) -> list[str]:
@@ -77,14 +81,14 @@ def is_identifier_query(query: str) -> bool:
     q = query.strip()
     if not _IDENTIFIER_QUERY.match(q):
         return False
-    if re.search(r"::|\.|->|#|_|\(\)", q):
+    if _IDENTIFIER_MARK.search(q):
         return True
-    return bool(re.search(r"[a-z][A-Z]|[A-Z][a-z]+[A-Z]", q))
+    return bool(_CAMEL_MARK.search(q))
 
 
 def identifier_name(query: str) -> str:
     """The compound of the last segment of a qualified name: `Session.send()` → `send`."""
-    last = re.split(r"::|\.|->|#", query.strip().removesuffix("()"))[-1]
+    last = _QUALIFIERS.split(query.strip().removesuffix("()"))[-1]
     return compound(last.rstrip("!?"))
 
 
