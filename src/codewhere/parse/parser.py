@@ -99,10 +99,15 @@ def _default_name(node) -> str:  # noqa: ANN001
     return {"init_declaration": "init"}.get(node.type, node.type)
 
 
+_TARGET_SEPARATORS = re.compile(r"::|/|\\\\|\.(?=[A-Za-z_])|->")
+_COMMENT_LINE = re.compile(r"\s*(#|//)")
+_SPACES = re.compile(r"\s+")
+
+
 def _clean_target(text: str) -> str:
     """`"net/http"` → `http`; `<stdio.h>` → `stdio.h`; `foo::bar` → `bar`."""
     text = text.strip().strip("\"'<>`")
-    return re.split(r"::|/|\\\\|\.(?=[A-Za-z_])|->", text)[-1] if "/" in text or "::" in text or "->" in text else text
+    return _TARGET_SEPARATORS.split(text)[-1] if "/" in text or "::" in text or "->" in text else text
 
 
 def _link_parents(defs: list[_Def]) -> list[_Def]:
@@ -166,8 +171,8 @@ def _signature(node) -> str:  # noqa: ANN001
     head = node.text[: end - node.start_byte].decode("utf-8", errors="replace")
     if body is None:
         head = head.split("\n", 1)[0]
-    head = "\n".join(line for line in head.split("\n") if not re.match(r"\s*(#|//)", line))
-    head = re.sub(r"\s+", " ", head).strip().rstrip("{:").strip()
+    head = "\n".join(line for line in head.split("\n") if not _COMMENT_LINE.match(line))
+    head = _SPACES.sub(" ", head).strip().rstrip("{:").strip()
     return head[:MAX_SIGNATURE]
 
 
