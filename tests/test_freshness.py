@@ -12,7 +12,7 @@ import pytest
 from codewhere import indexer, scan
 from codewhere.api import Index
 from codewhere.config import Settings
-from tests.conftest import run_cli, write_tree
+from tests.conftest import make_tiny_model2vec, run_cli, write_tree
 
 HOUR_NS = 3600 * 10**9
 
@@ -170,14 +170,17 @@ def test_a_removal_alone_is_no_empty_folder(tree: Path) -> None:
         assert index.search("helper", mode="keyword") == []
 
 
-@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+@pytest.mark.parametrize(("mode", "model"), [("keyword", "default"), ("hybrid", "default"), ("hybrid", "folder")])
 def test_a_one_shot_search_answers_from_the_early_search_only_when_the_check_changed_nothing(
-    tree: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, model: str
 ) -> None:
     """`run_fresh` searches while the quick check runs; that answer is thrown away when the
-    check refreshed something (an edit), and kept otherwise (one search, not two)."""
+    check refreshed something (an edit), and kept otherwise (one search, not two). A model
+    folder's id is known once it is loaded: the quick check then waits for it."""
     from codewhere.api import SearchRequest
 
+    if model == "folder":
+        monkeypatch.setenv("CODEWHERE_MODEL", str(make_tiny_model2vec(tmp_path / "tiny")))
     index = Index.open(tree, settings=Settings.from_env())
     index.refresh(vectors=mode != "keyword")
     searches: list[str] = []
