@@ -507,3 +507,19 @@ def test_a_compact_index_keeps_a_text_it_cannot_cut_and_reads_none_from_a_file_c
     (sample_repo / "src/shop/cart.py").write_text("# rewritten\n" * 40)
     changed = store.chunk_rows(list(cart), Filters())
     assert changed and all(row.text == "" for row in changed.values())
+
+
+def test_chunks_of_vectors_are_the_same_from_a_short_list_and_a_long_one(
+    sample_repo: Path, open_sqlite_index, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search's few vector ids go to SQL as parameters, a long list as JSON: the same pairs."""
+    from codewhere.store import sqlite
+
+    index = open_sqlite_index(sample_repo, embedder=FakeEmbedder())
+    index.refresh()
+    ids = sorted(int(i) for i in index.store.vector_ids())
+    assert len(ids) > 3
+    as_parameters = sorted(index.store.chunks_of_vectors(ids))
+    monkeypatch.setattr(sqlite, "_LISTED_IDS", 2)
+    assert sorted(index.store.chunks_of_vectors(ids)) == as_parameters
+    assert {vector for vector, _ in as_parameters} == set(ids)  # every stored vector has a chunk

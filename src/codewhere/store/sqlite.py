@@ -306,6 +306,7 @@ def _corrupt(path: Path) -> IndexFileError:
 # thread, one for the few a search makes itself.
 _POSTINGS_READS = frozenset({"document_lengths", "term_postings", "term_instances"})
 IN_THREAD, IN_SEARCH = 0, 1
+_LISTED_IDS = 500  # ids passed as SQL parameters; more go as one JSON array
 _FTS_TABLES = ("chunks_fts", "files_fts")
 
 
@@ -1262,10 +1263,13 @@ class SqliteStore:
 
     def chunks_of_vectors(self, ids: Sequence[int]) -> list[tuple[int, int]]:
         """(vector id, chunk id) of every chunk whose text has one of these vectors."""
+        wanted = [int(i) for i in ids]
+        # a search's few ids as parameters (half the time of json_each), a long list as JSON
+        listed = ",".join("?" * len(wanted)) if len(wanted) <= _LISTED_IDS else "SELECT value FROM json_each(?)"
         return [(int(e), int(c)) for e, c in self._db.execute(
-            """SELECT e.id, c.id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash
-               WHERE e.id IN (SELECT value FROM json_each(?))""",
-            (json.dumps([int(i) for i in ids]),),
+            f"""SELECT e.id, c.id FROM embeddings e JOIN chunks c ON c.content_hash = e.content_hash
+               WHERE e.id IN ({listed})""",
+            wanted if len(wanted) <= _LISTED_IDS else (json.dumps(wanted),),
         )]
 
     def vector_search(self, query: np.ndarray, limit: int, filters: Filters) -> list[tuple[int, float]]:
