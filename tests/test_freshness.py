@@ -201,3 +201,20 @@ def test_a_one_shot_search_answers_from_the_early_search_only_when_the_check_cha
     assert hits and hits[0].path == "src/lib/deep/leaf.py" and "photosynthesis" in hits[0].snippet
     assert len(searches) == 3  # the early answer predates the edit: searched again
     index.close()
+
+
+def test_the_quick_check_reads_every_file_as_its_state_says_on_each_store(tree: Path, open_index, walks: list[str]) -> None:
+    """`file_stamps` (what the quick check compares with a stat) agrees with `file_states`, and a
+    quick refresh finds an edit and a removal from it, on SQLite and PostgreSQL."""
+    index = open_index(tree)
+    index.refresh(vectors=False)
+    store = index.store
+    states = store.file_states()
+    assert sorted(store.file_stamps()) == sorted((path, s.size, s.mtime_ns, s.skip_reason) for path, s in states.items())
+    (tree / "src/app/core.py").write_text("def start_engine():\n    return 'a quiet electric hum'\n")
+    (tree / "src/app/util.py").unlink()
+    walks.clear()
+    report = index.refresh(vectors=False, quick=True)
+    assert "whole walk" not in walks  # the quick check found both: only their folder was walked
+    assert (report.files_changed, report.files_removed, report.files_unchanged) == (1, 1, 2)
+    assert [h.path for h in index.search("quiet electric hum", mode="keyword")][:1] == ["src/app/core.py"]

@@ -50,7 +50,7 @@ class ChunkAt:
 FileStamp = tuple[str, int, int, str | None]
 
 
-class FileState(NamedTuple):  # a tuple: the quick check of a search builds one per indexed file (78k on the kernel)
+class FileState(NamedTuple):  # a tuple: a refresh builds one per file it may write
     size: int
     mtime_ns: int
     hash: str | None
