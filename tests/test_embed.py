@@ -129,6 +129,18 @@ def test_local_model2vec_folder_matches_model2vecs_own_loader(tmp_path: Path) ->
     assert np.allclose(direct.embed_documents(texts), through_model2vec.embed_documents(texts), atol=1e-6)
 
 
+def test_a_model_folder_is_read_once_per_process_until_its_files_change(tmp_path: Path) -> None:
+    folder = make_tiny_model2vec(tmp_path / "tiny")
+    first = load_folder(folder, "tiny")
+    assert load_folder(folder, "tiny") is first  # a second index in the process reads nothing again
+    texts = ["cart item price", "refund payment card"]
+    before = first.embed_documents(texts)
+    config = folder / "config.json"
+    config.write_text(config.read_text() + "\n")  # the folder rewritten: read again
+    again = load_folder(folder, "tiny")
+    assert again is not first and np.array_equal(again.embed_documents(texts), before)
+
+
 def test_unknown_hub_model_fails_with_a_hint_when_offline(monkeypatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelError) as err:
