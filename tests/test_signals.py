@@ -244,6 +244,29 @@ def test_evidence_moves_a_tests_score_to_the_code_it_calls_and_pulls_it_in() -> 
     assert next(c for c in split if c.chunk_id == 10).score == pytest.approx(0.030)
 
 
+def test_evidence_pulls_in_only_targets_whose_gain_can_matter() -> None:
+    """A test calling ten functions passes each a fortieth of its score: under
+    `evidence_min_gain` × the best score, those not among the candidates stay out (each would
+    only lengthen every later signal's work); a candidate still gets its share."""
+    test = cand(10, 0.030, "tests/test_many.py", FileKind.TEST)
+    present = cand(20, 0.010, "src/present.py")
+    targets = [20, *range(21, 30)]
+    asked: list[list[int]] = []
+
+    def fetch(wanted: Sequence[int]) -> dict[int, object]:
+        asked.append(sorted(wanted))
+        return {t: cand(t, 0.0, f"src/f{t}.py") for t in wanted}
+
+    gain = P.evidence_share * 0.030 / len(targets)
+    assert gain < P.evidence_min_gain * 0.030
+    out = run([test, present], "x", "evidence", evidence={10: targets}, fetch=fetch)
+    assert ids(out) == [10, 20] and asked == []
+    assert next(c for c in out if c.chunk_id == 20).score == pytest.approx(0.010 + gain)
+    everything = run([test, present], "x", "evidence", params=replace(P, evidence_min_gain=0.0),
+                     evidence={10: targets}, fetch=fetch)
+    assert sorted(ids(everything)) == [10, *targets] and asked[-1] == list(range(21, 30))
+
+
 def test_evidence_along_a_guessed_call_passes_its_weight() -> None:
     test = cand(10, 0.030, "tests/test_auth.py", FileKind.TEST)
     sure, guessed = cand(11, 0.0, "src/auth.py"), cand(12, 0.0, "src/other.py")

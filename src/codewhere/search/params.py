@@ -33,6 +33,7 @@ class RankingParams:
     # how much of that share a call passes by how its target was found (graph.CONFIDENCE): a
     # precise or imported target passes it all, a guess by name alone (same-file, unique) this much
     evidence_guess_weight: float = 1.0
+    evidence_min_gain: float = 0.05  # a target not among the candidates joins only with a gain of this × the best score
     folder_coherence: float = 1.0  # × (1 + weight × the other files' best scores in its folder / the best-supported folder's)
     coherence: float = 1.5  # × (1 + coherence × its other chunks' score / the best-supported file's) for a file's best chunk
     max_per_file: int = 1  # chunks of one file at full score; each further one is multiplied by file_repeat_decay

@@ -32,7 +32,11 @@ def transfer_evidence(run: Scores, evidence: Evidence, fetch: Fetch, order: Iter
     if not gains:
         return
     present = {c.chunk_id for c in run.rows}
-    for row in fetch([t for t in gains if t not in present]).values():
+    # a target outside the candidates joins only with a gain that can matter: each one joining
+    # makes every later signal's work longer (nvm's tests call dozens of functions apiece)
+    least = run.p.evidence_min_gain * max(run.scores, default=0.0)
+    joining = [t for t, gain in gains.items() if t not in present and gain >= least]
+    for row in (fetch(joining) if joining else {}).values():
         run.add(row)
     for i, c in enumerate(run.rows):
         gain = gains.get(c.chunk_id)
