@@ -353,3 +353,30 @@ def test_a_watcher_starting_while_another_process_indexes_catches_up_after_it(tm
                 assert found(reader, "written_before_the_watch") == "src/late.py"
         finally:
             watcher.stop()
+
+
+def test_git_is_asked_only_where_a_repository_can_be(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder with no `.git` in it or above runs no git process (two a refresh, 5 ms); a
+    folder of a repository, however deep, still gets its branch and commit."""
+    from codewhere import gitinfo
+
+    monkeypatch.delenv("GIT_DIR", raising=False)
+    if any((folder / ".git").exists() for folder in tmp_path.resolve().parents):
+        pytest.skip("the temporary folder lies inside a git repository")
+    plain = write_tree(tmp_path / "plain", {"a.py": "x = 1\n"})
+    repo = write_tree(tmp_path / "repo", {"pkg/deep/a.py": "x = 1\n"})
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "one"]):
+        subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+    runs: list[list[str]] = []
+    real_run = subprocess.run
+
+    def counted(command, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        runs.append(list(command))
+        return real_run(command, *args, **kwargs)
+
+    monkeypatch.setattr(gitinfo.subprocess, "run", counted)
+    assert gitinfo.state(plain) is None and gitinfo.git_dir(plain) is None and runs == []
+    found = gitinfo.state(repo / "pkg" / "deep")
+    assert found is not None and found.branch == "main" and len(found.commit) == 40 and runs
