@@ -78,7 +78,7 @@ class StaticEmbedder:
 
 
 _MODEL_FILES = ("model.safetensors", "tokenizer.json", "config.json")
-_loaded: dict[tuple[str, str, tuple[int, ...]], StaticEmbedder] = {}
+_loaded: dict[tuple[str, str], tuple[tuple[int, ...], StaticEmbedder]] = {}  # one model a folder: the latest read
 _loading = threading.Lock()
 
 
@@ -87,12 +87,12 @@ def load_folder(folder: Path, model_id: str) -> StaticEmbedder:
     process that opens several indexes (an MCP server, an eval, a benchmark) reads the tokenizer
     (13 ms) and the table once, as semble's loader does. Its state is fixed once made (the float32
     table is made at most once), so indexes share it."""
-    key = (str(folder), model_id, _file_stamps(folder))
+    key, stamps = (str(folder), model_id), _file_stamps(folder)
     with _loading:
-        model = _loaded.get(key)
-        if model is None:
-            model = _loaded[key] = _read_folder(folder, model_id)
-    return model
+        held = _loaded.get(key)
+        if held is None or held[0] != stamps:
+            held = _loaded[key] = (stamps, _read_folder(folder, model_id))
+    return held[1]
 
 
 def _file_stamps(folder: Path) -> tuple[int, ...]:

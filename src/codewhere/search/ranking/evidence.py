@@ -1,7 +1,8 @@
 """Signal `evidence`: a matching test, example or doc chunk passes `evidence_share` of its score,
 split evenly, to the code chunks it calls or names; each part scaled by the weight of the edge
 it follows (a call whose target was only guessed by name passes `evidence_guess_weight` of it).
-Targets not yet among the candidates join them. Runs before `kind-prior`, which then puts the
+Targets not yet among the candidates join them when their gain is at least `evidence_min_gain`
+of the best candidate's score. Runs before `kind-prior`, which then puts the
 evidence below the code it points at."""
 
 from __future__ import annotations
