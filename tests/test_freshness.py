@@ -176,7 +176,7 @@ def test_a_one_shot_search_answers_from_the_early_search_only_when_the_check_cha
 ) -> None:
     """`run_fresh` searches while the quick check runs; that answer is thrown away when the
     check refreshed something (an edit), and kept otherwise (one search, not two). A model
-    folder's id is known once it is loaded: the quick check then waits for it."""
+    folder's id is known once it is loaded: it is loaded before the search starts."""
     from codewhere.api import SearchRequest
 
     if model == "folder":
