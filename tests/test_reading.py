@@ -171,3 +171,25 @@ def test_workers_must_be_a_positive_number(tmp_path: Path, value: str) -> None:
     result = run_cli("index", str(many_files(tmp_path / "repo", n=2)), "--workers", value)
     assert result.code == 2
     assert "is not a whole number of at least 1" in result.err and "Traceback" not in result.err
+
+
+def test_a_killed_indexers_model_file_is_removed_by_the_next_pool(tmp_path: Path, monkeypatch) -> None:
+    """A SIGKILLed indexer cannot delete the model it pickled for its workers (16 MB in the
+    temporary folder each time); the next indexer's pool removes the files of dead processes."""
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+    dead_pid = int(finished.stdout)
+    orphan = tmp_path / f"{reading.MODEL_FILE_PREFIX}{dead_pid}-abc.pickle"
+    running = tmp_path / f"{reading.MODEL_FILE_PREFIX}{os.getppid()}-def.pickle"
+    unrelated = tmp_path / f"{reading.MODEL_FILE_PREFIX}old.pickle"
+    for path in (orphan, running, unrelated):
+        path.write_bytes(b"x")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    mine = reading._model_file({"a": "model"})  # type: ignore[arg-type]
+    try:
+        assert mine.name.startswith(f"{reading.MODEL_FILE_PREFIX}{os.getpid()}-")
+        assert not orphan.exists()
+        assert running.exists() and unrelated.exists()
+        assert reading.remove_orphan_model_files(tmp_path) == 0
+    finally:
+        mine.unlink()

@@ -164,10 +164,43 @@ def read_files(
             model_file.unlink(missing_ok=True)
 
 
+MODEL_FILE_PREFIX = "codewhere-model-"
+
+
 def _model_file(embedder: StaticEmbedder) -> Path:
-    with tempfile.NamedTemporaryFile(prefix="codewhere-model-", suffix=".pickle", delete=False) as file:
+    """The model pickled for the workers, named after this process: an indexer killed before it
+    could delete its file (SIGKILL, out of memory) leaves one behind, which the next pool removes."""
+    folder = Path(tempfile.gettempdir())
+    remove_orphan_model_files(folder)
+    prefix = f"{MODEL_FILE_PREFIX}{os.getpid()}-"
+    with tempfile.NamedTemporaryFile(prefix=prefix, suffix=".pickle", dir=folder, delete=False) as file:
         pickle.dump(embedder, file, protocol=pickle.HIGHEST_PROTOCOL)
     return Path(file.name)
+
+
+def remove_orphan_model_files(folder: Path) -> int:
+    """Delete the worker model files of indexers that no longer run; returns how many."""
+    removed = 0
+    for path in folder.glob(f"{MODEL_FILE_PREFIX}*-*.pickle"):
+        owner = path.name[len(MODEL_FILE_PREFIX):].split("-", 1)[0]
+        if not owner.isdigit() or _process_alive(int(owner)):
+            continue
+        try:
+            path.unlink()
+            removed += 1
+        except OSError:  # another user's file, or removed meanwhile: not ours to insist on
+            continue
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def _take(items: Iterator[list[Job]], n: int) -> Iterable[list[Job]]:
