@@ -52,6 +52,25 @@ def test_kept_chunks_read_the_same_as_the_store(sample_repo: Path, open_index) -
     assert from_memory == from_store
 
 
+def test_call_targets_kept_in_memory_follow_a_change_of_the_index(sample_repo: Path, open_index) -> None:
+    """Call targets are kept between searches; a change anywhere (here the called function
+    renamed in another file) can resolve a call again, so what was kept is read anew."""
+    index = open_index(sample_repo, embedder=FakeEmbedder(), warm=True)
+    index.refresh()
+    store, reader = index.store, _reader(index)
+    ids = _all_ids(store)
+    before = reader.call_target_chunks(ids)
+    assert before and reader.call_target_chunks(ids) == before == store.call_target_chunks(ids)
+    payment = sample_repo / "src/shop/payment.py"
+    _edit(payment, payment.read_text(encoding="utf-8").replace("def charge_credit_card", "def charge_debit_card"))
+    index.refresh()
+    ids = _all_ids(store)
+    after = store.call_target_chunks(ids)
+    assert after != before
+    assert reader.call_target_chunks(ids) == after
+    assert reader.call_target_chunks(ids[:1]) == {i: t for i, t in after.items() if i == ids[0]}
+
+
 def test_keyword_postings_in_memory_answer_as_the_store(sample_repo: Path, open_index, store_kind: str) -> None:
     index = open_index(sample_repo, embedder=FakeEmbedder(), warm=True)
     index.refresh()
