@@ -159,12 +159,14 @@ class WarmKeywords:
         """(chunk id, score) of the best `limit` chunks holding any of the terms, best first (ties
         by chunk id); the score is FTS5's bm25 with its sign turned, as the store returns it."""
         found = self.chunk_postings.best(self._ids(terms), weights, limit)
-        return best_first([(int(self.chunk_ids[i]), score) for i, score in found], limit)
+        ids = self.chunk_ids[[i for i, _ in found]].tolist()
+        return best_first(list(zip(ids, (score for _, score in found), strict=True)), limit)
 
     def file_search(self, terms: Sequence[str], weights: tuple[float, float], limit: int) -> dict[tuple[str, str], float]:
         """(repository, path) → score of the best `limit` files as documents: the store's
         file_keyword_search from memory."""
-        return {self.file_keys[i]: score for i, score in self.file_postings.best(self._ids(terms), weights, limit)}
+        keys = self.file_keys
+        return {keys[i]: score for i, score in self.file_postings.best(self._ids(terms), weights, limit)}
 
     def _ids(self, terms: Sequence[str]) -> list[int]:
         known = self.vocabulary.ids
@@ -205,8 +207,11 @@ Postings = tuple[np.ndarray, np.ndarray, np.ndarray]  # one term's documents, it
 
 
 def best_first(found: Sequence[tuple[int, float]], limit: int) -> list[tuple[int, float]]:
-    """(id, score) pairs as the store returns them: best first, ties by id, at most `limit`."""
-    return sorted(found, key=lambda f: (-f[1], f[0]))[:limit]
+    """(id, score) pairs as the store returns them: best first, ties by id, at most `limit`
+    (two stable sorts on C key functions rather than one on a tuple built in Python)."""
+    ordered = sorted(found, key=operator.itemgetter(0))
+    ordered.sort(key=operator.itemgetter(1), reverse=True)
+    return ordered[:limit]
 
 
 def length_norm(lengths: np.ndarray, rows: int) -> np.ndarray:
@@ -225,8 +230,9 @@ def best_documents(terms: Sequence[Postings], rows: int, norm: np.ndarray, weigh
     if not rows or limit <= 0 or not terms:
         return []
     docs = np.concatenate([t[0] for t in terms]).astype(np.int64)
-    idf = [math.log((rows - len(t[0]) + 0.5) / (len(t[0]) + 0.5)) for t in terms]
-    weights_of_terms = np.concatenate([np.full(len(t[0]), w if w > 0.0 else 1e-6) for t, w in zip(terms, idf, strict=True)])
+    counts = [len(t[0]) for t in terms]
+    idf = [math.log((rows - n + 0.5) / (n + 0.5)) for n in counts]
+    weights_of_terms = np.repeat(np.array([w if w > 0.0 else 1e-6 for w in idf]), counts)
     frequency = (weights[0] * np.concatenate([t[1] for t in terms]).astype(np.float64)
                  + weights[1] * np.concatenate([t[2] for t in terms]))
     # one pass over every posting of every term, summed per document in term order (as FTS5 does)
@@ -243,7 +249,7 @@ def best_documents(terms: Sequence[Postings], rows: int, norm: np.ndarray, weigh
         # keep every document tied with the last one kept, so the caller breaks ties
         cut = np.partition(scores[candidates], len(candidates) - limit)[len(candidates) - limit]
         candidates = candidates[scores[candidates] >= cut]
-    return [(int(i), float(scores[i])) for i in candidates]
+    return list(zip(candidates.tolist(), scores[candidates].tolist(), strict=True))
 
 
 def build(
