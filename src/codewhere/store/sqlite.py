@@ -1136,17 +1136,23 @@ class SqliteStore:
 
     def _document_lengths(self, db: apsw.Connection, table: str) -> np.ndarray:
         """Each document's length in tokens, by id, -1 where none is: the kept ones and FTS5's."""
+        return self._lengths_and_kept_files(db, table)[0]
+
+    def _lengths_and_kept_files(self, db: apsw.Connection, table: str) -> tuple[np.ndarray, np.ndarray | None]:
+        """`_document_lengths`, and for `files_fts` the first chunk id of every file moved (which
+        `_term_postings` maps kept chunk postings to files by): read once for both."""
         docs, lengths = self._fts_lengths(db, table)
+        kept_files = None
         if _fts_table(table) == "chunks_fts":
             kept = self._kept_chunk_lengths(db)
         else:
-            kept_docs, kept_lengths = self._kept_file_lengths(db)
-            kept = np.full(int(kept_docs[-1]) + 1 if len(kept_docs) else 0, -1, np.int64)
-            kept[kept_docs] = kept_lengths
+            kept_files, kept_lengths = self._kept_file_lengths(db)
+            kept = np.full(int(kept_files[-1]) + 1 if len(kept_files) else 0, -1, np.int64)
+            kept[kept_files] = kept_lengths
         out = np.full(max(len(kept), int(docs.max()) + 1 if len(docs) else 0), -1, np.int64)
         out[: len(kept)] = kept
         out[docs] = lengths
-        return out
+        return out, kept_files
 
     @staticmethod
     def _kept_chunk_lengths(db: apsw.Connection) -> np.ndarray:
@@ -1182,12 +1188,15 @@ class SqliteStore:
         return ",".join(str(p) for p in range(int(row[0]) if row else 0)) or "NULL"
 
     def _term_postings(self, db: apsw.Connection, table: str, terms: Sequence[str],
-                       lengths: np.ndarray | None) -> dict[str, Postings]:
+                       lengths: np.ndarray | None, kept_files: np.ndarray | None = None) -> dict[str, Postings]:
         """Term → (documents, count in the path, count in the rest) as FTS5 would hold them: the
-        kept ones still standing (`lengths` says which) and FTS5's own."""
+        kept ones still standing (`lengths` says which) and FTS5's own. `kept_files`: for
+        `files_fts`, what `_lengths_and_kept_files` read with `lengths` (else read here)."""
         kept = lengths is not None and self._kept_through_of(db) > 0
         parts = self._kept_parts_of(db)
-        file_docs = self._kept_file_lengths(db)[0] if kept and _fts_table(table) == "files_fts" else None
+        file_docs = None
+        if kept and _fts_table(table) == "files_fts":
+            file_docs = kept_files if kept_files is not None else self._kept_file_lengths(db)[0]
         found: dict[str, Postings] = {}
         for term in terms:
             rows = db.execute(f"SELECT doc, sum(col = 'path'), count(*) FROM temp.{table}_instances "
@@ -1217,9 +1226,9 @@ class SqliteStore:
         """(document, bm25 score) of the best `limit` documents, best first (ties by id), over the
         kept postings and FTS5's together: what FTS5 alone answers for an index that never moved."""
         self._vocabulary(self._db)
-        lengths = self._document_lengths(self._db, table)
+        lengths, kept_files = self._lengths_and_kept_files(self._db, table)
         terms = list(dict.fromkeys(fold(t) for t in query.terms))
-        postings = list(self._term_postings(self._db, table, terms, lengths).values())
+        postings = list(self._term_postings(self._db, table, terms, lengths, kept_files).values())
         allowed = None  # which documents may be answered; each term's weight counts every document holding it
         if query.match != "any" and postings:  # "all" (and a phrase, which needs positions: read as "all")
             allowed = functools.reduce(np.intersect1d, [p[0] for p in postings])
@@ -1638,8 +1647,9 @@ class SqliteStore:
         """Term → (rowids, count in the path column, count in the others) of each term as FTS5
         stores it (folded), read in one snapshot; a term no row holds has empty arrays."""
         with self._postings(IN_SEARCH if in_search else IN_THREAD) as db:
-            lengths = self._document_lengths(db, table) if self._kept_through_of(db) else None
-            return self._term_postings(db, table, terms, lengths)
+            if not self._kept_through_of(db):
+                return self._term_postings(db, table, terms, None)
+            return self._term_postings(db, table, terms, *self._lengths_and_kept_files(db, table))
 
     def file_paths(self, file_ids: Sequence[int]) -> dict[int, str]:
         """Path of each `files_fts` row (its file's first chunk id)."""
