@@ -78,7 +78,7 @@ def main() -> None:
             worst = max([worst] + [abs(scores[c] - s) for c, s in from_memory if c in scores])
         print(f"{asked} questions: {same} identical top-30 lists, largest score difference {worst:.1e}")
         print(f"keyword p50: FTS5 {median_ms(fts)} ms, memory {median_ms(memory)} ms")
-        print(f"postings: {len(postings.doc):,} for {postings.rows:,} chunks and {len(postings.vocabulary.ids):,} terms, "
+        print(f"postings: {len(postings.chunk_postings.doc):,} for {len(postings.chunk_ids):,} chunks and {len(postings.vocabulary.ids):,} terms, "
               f"{size / 2**20:.1f} MB of arrays (as much again kept per file for the next build), built in {built:.2f} s")
 
         index.search(FIXED[0])
