@@ -154,11 +154,17 @@ def symbol_embed_text(path: str, symbol: Symbol, body: str) -> str:
     """`File: path | kind name`, the signature with decorators, then the lines that carry meaning."""
     head = [symbol_header(path, symbol), *symbol.decorators, symbol.signature]
     lines = []
+    # characters are at most bytes: past EMBED_BYTES characters the cut below is fixed, and the
+    # rest of a long body need not be looked at
+    held = sum(len(part) + 1 for part in head)
     for line in body.split("\n")[1:]:
+        if held > EMBED_BYTES:
+            break
         stripped = line.strip()
         if not stripped or _PUNCTUATION_ONLY.match(stripped) or _LICENSE.search(stripped):
             continue
         lines.append(stripped)
+        held += len(stripped) + 1
     return utf8_prefix("\n".join([*head, *lines]), EMBED_BYTES)
 
 
