@@ -135,6 +135,7 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a ranking parameter")
     parser.add_argument("--json", metavar="FILE", help="write the summary and every outcome as JSON")
     parser.add_argument("--index-cache", type=Path, metavar="DIR", help="keep codewhere's indexes here between runs")
+    parser.add_argument("--model", help="codewhere's embedding model, as `codewhere index --model` (default: the static default)")
     parser.add_argument("--with-spans", action="store_true", help="add semble's queries with line-span targets")
     parser.add_argument("--with-study", action="store_true", help="add the requests study (on the repository requests)")
     args = parser.parse_args()
@@ -158,7 +159,8 @@ def main() -> None:
     os.environ["SEMBLE_CACHE_LOCATION"] = str(work / "semble-cache")
     cache = args.index_cache or work / "codewhere-cache"
     cold = args.index_cache is None
-    engines = {method: codewhere_engine(cache, models, method, ranking, cold) for method in args.methods.split(",") if method}
+    engines = {method: codewhere_engine(cache, models, method, ranking, cold, args.model)
+               for method in args.methods.split(",") if method}
     if args.peer == "semble":
         engines["semble"] = semble_engine(model_folder)
     outcomes: dict[str, list[Outcome]] = {name: [] for name in engines}

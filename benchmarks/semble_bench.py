@@ -99,17 +99,19 @@ def evaluate_engine(
 
 
 def codewhere_engine(
-    cache: Path, models: Path, method: str = "hybrid", ranking: RankingParams = DEFAULT_PARAMS, cold: bool = True
+    cache: Path, models: Path, method: str = "hybrid", ranking: RankingParams = DEFAULT_PARAMS, cold: bool = True,
+    model: str | None = None,
 ) -> tuple[Callable, Callable]:
     """`method` as in `codewhere eval --modes`: hybrid, fusion, -SIGNAL, +SIGNAL. `cold`: each
     repository indexed from nothing (its index time is measured); otherwise an index left in
-    `cache` by an earlier run is refreshed and reused."""
+    `cache` by an earlier run is refreshed and reused. `model`: as `codewhere index --model`
+    (default: the built-in static model)."""
     name, disabled = eval_method(method)
     built: dict[Path, tuple[Index, IndexedSpans]] = {}
 
     def build(root: Path):
         if root not in built:  # several methods share one index of a repo
-            index = Index.open(root, settings=Settings(cache_dir=cache, models_dir=models), rebuild=cold, warm=True)
+            index = Index.open(root, settings=Settings(cache_dir=cache, models_dir=models, model=model), rebuild=cold, warm=True)
             index.refresh(rebuild=cold)
             index.ranking = ranking
             built[root] = (index, IndexedSpans(index.store.chunk_spans(Filters())))
@@ -165,6 +167,9 @@ def main() -> None:
     parser.add_argument("--methods", default="hybrid",
                         help="comma-separated codewhere columns as in `codewhere eval --modes` (default: hybrid)")
     parser.add_argument("--json", metavar="FILE", help="write per-repo results as JSON")
+    parser.add_argument("--model", help="codewhere's embedding model, as `codewhere index --model` (default: the static default)")
+    parser.add_argument("--index-cache", type=Path, metavar="DIR",
+                        help="keep codewhere's indexes here and reuse them (index times are then not cold)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a ranking parameter of search/params.py (for fitting on a dev split)")
     args = parser.parse_args()
@@ -186,7 +191,8 @@ def main() -> None:
     engines = {}
     for method in args.methods.split(","):
         label = "codewhere" if method == "hybrid" else f"codewhere{method}" if method[0] in "+-" else f"codewhere-{method}"
-        engines[label] = codewhere_engine(work / "codewhere-cache", models, method, ranking)
+        engines[label] = codewhere_engine(args.index_cache or work / "codewhere-cache", models, method, ranking,
+                                          cold=args.index_cache is None, model=args.model)
     if args.peer == "semble":
         engines["semble"] = semble_engine(model_folder)
 
