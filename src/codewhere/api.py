@@ -71,15 +71,9 @@ def resolve_root(path: str | os.PathLike[str]) -> Path:
     return root.resolve()
 
 
-def repository_root(start: Path) -> Path | None:
-    """The nearest folder at or above `start` holding `.git` (a folder, or a worktree's file)."""
-    start = start.resolve()
-    return next((folder for folder in (start, *start.parents) if (folder / ".git").exists()), None)
-
-
 def default_root() -> Path:
     """With no PATH: the git repository the current folder is in, as git itself would, else the folder."""
-    return repository_root(Path.cwd()) or Path.cwd().resolve()
+    return gitinfo.repository_root(Path.cwd()) or Path.cwd().resolve()
 
 
 def root_for_file(file: Path) -> Path:
@@ -89,7 +83,7 @@ def root_for_file(file: Path) -> Path:
     here = default_root()
     if file.is_relative_to(here):
         return here
-    return repository_root(file.parent) or file.parent
+    return gitinfo.repository_root(file.parent) or file.parent
 
 
 def signal_set(names: Sequence[str]) -> frozenset[str]:

@@ -21,7 +21,8 @@ class GitState:
 
 
 def _git(root: Path, *args: str) -> str | None:
-    if shutil.which("git") is None or not _may_be_in_a_repository(root):
+    # outside any repository, asking git costs two processes (5 ms) of every index run there
+    if shutil.which("git") is None or ("GIT_DIR" not in os.environ and repository_root(root) is None):
         return None
     try:
         done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=GIT_SECONDS,
@@ -31,13 +32,11 @@ def _git(root: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
-def _may_be_in_a_repository(root: Path) -> bool:
-    """Whether git could find a repository from `root`: a `.git` in it or a folder above (or
-    GIT_DIR set). Asking git outside any costs two processes (5 ms) of every index run there."""
-    if "GIT_DIR" in os.environ:
-        return True
-    folder = root.resolve()  # git looks from the real folder, as the process sees it after `cd`
-    return any((candidate / ".git").exists() for candidate in (folder, *folder.parents))
+def repository_root(start: Path) -> Path | None:
+    """The nearest folder at or above `start` holding `.git` (a folder, or a worktree's file),
+    looked for from the real folder, as git does."""
+    start = start.resolve()
+    return next((folder for folder in (start, *start.parents) if (folder / ".git").exists()), None)
 
 
 def git_dir(root: Path) -> Path | None:

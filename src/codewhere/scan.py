@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import pathspec
 
+from codewhere.gitinfo import repository_root
 from codewhere.languages import (
     ASSET_EXTENSIONS,
     LOCKFILES,
@@ -161,11 +162,6 @@ def _ignored_by(rules: list[_Rules], rel: str, is_dir: bool) -> str | None:
     return decision
 
 
-def in_git_repository(folder: Path) -> bool:
-    """True when `folder` or a folder above it holds `.git` (a folder, or a worktree's file)."""
-    return any((parent / ".git").exists() for parent in (folder, *folder.parents))
-
-
 def _within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -209,7 +205,7 @@ def _stamp_root_rules(root_real: str, options: ScanOptions, stamps: TreeStamps) 
 def _top(root_real: str, options: ScanOptions) -> _Folder:
     """The root folder with its own ignore rules (and git's info/exclude inside a repository)."""
     mode = options.gitignore
-    git = mode == "always" or (mode == "auto" and in_git_repository(Path(root_real)))
+    git = mode == "always" or (mode == "auto" and repository_root(Path(root_real)) is not None)
     top = _load_rules(Path(root_real), "", _ignore_names(git), (Path(root_real, ".git", "info", "exclude"),) if git else ())
     return _Folder(root_real, "", [top] if top else [], git)
 
