@@ -86,10 +86,14 @@ def is_identifier_query(query: str) -> bool:
     return bool(_CAMEL_MARK.search(q))
 
 
+def last_segment(token: str) -> str:
+    """`Sinatra::Helpers` → `Helpers`, `Session.send()` → `send`."""
+    return _QUALIFIERS.split(token.strip().strip("`'\"").removesuffix("()"))[-1]
+
+
 def identifier_name(query: str) -> str:
     """The compound of the last segment of a qualified name: `Session.send()` → `send`."""
-    last = _QUALIFIERS.split(query.strip().removesuffix("()"))[-1]
-    return compound(last.rstrip("!?"))
+    return compound(last_segment(query).rstrip("!?"))
 
 
 def symbol_fts_row(name: str, qualified_name: str) -> tuple[str, str, str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codewhere.tokens import compound, identifier_name, is_identifier_query, query_terms
+from codewhere.tokens import compound, identifier_name, is_identifier_query, last_segment, query_terms
 
 TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "mocks"})
 # "documentation" is left out on purpose: "documentation generation" asks for the code that generates it
@@ -54,17 +54,11 @@ def parse_query(text: str) -> Query:
 
 _WORD = re.compile(r"\w+")
 _NAME_SEPARATORS = re.compile(r"[\s,;]+")
-_SEGMENT_SEPARATORS = re.compile(r"::|\.|->|#")
 _CODE_TOKEN = re.compile(r"[A-Za-z_$][\w$.:#>-]*(\(\))?")
 _CODE_MARK = re.compile(r"_|[a-z][A-Z]|::|\.\w|\(\)|^[A-Z][a-z]+[A-Z]")
 # a leading capital is deliberate (a type, not the function or variable of the same letters); later
 # ones only separate words: `parseHeaders` may be typed for `parse_headers`
 _CAPITALISED_NAME = re.compile(r"[A-Z][\w$]*")
-
-
-def last_segment(token: str) -> str:
-    """`Sinatra::Helpers` → `Helpers`, `Session.send()` → `send`."""
-    return _SEGMENT_SEPARATORS.split(token.strip("`'\"").removesuffix("()"))[-1]
 
 
 def _looks_like_code(token: str, alone: bool) -> bool:
