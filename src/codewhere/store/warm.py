@@ -231,13 +231,12 @@ class WarmReader:
                 self._calls, self._calls_state = {}, state
             calls = self._calls
         missing = [cid for cid in chunk_ids if cid not in calls]
+        found = self.store.call_target_chunks(missing) if missing else {}
         if missing:
-            found = self.store.call_target_chunks(missing)
             with self._lock:
                 if self._calls is calls:  # not replaced by a change meanwhile
                     calls.update((cid, found.get(cid, [])) for cid in missing)
-            return {cid: targets for cid in chunk_ids if (targets := calls.get(cid) or found.get(cid))}
-        return {cid: calls[cid] for cid in chunk_ids if calls[cid]}
+        return {cid: targets for cid in chunk_ids if (targets := found.get(cid) or calls.get(cid))}
 
     def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:
         keywords = self._keywords_for(query, filters)
