@@ -1188,15 +1188,13 @@ class SqliteStore:
         return ",".join(str(p) for p in range(int(row[0]) if row else 0)) or "NULL"
 
     def _term_postings(self, db: apsw.Connection, table: str, terms: Sequence[str],
-                       lengths: np.ndarray | None, kept_files: np.ndarray | None = None) -> dict[str, Postings]:
+                       lengths: tuple[np.ndarray, np.ndarray | None] | None) -> dict[str, Postings]:
         """Term → (documents, count in the path, count in the rest) as FTS5 would hold them: the
-        kept ones still standing (`lengths` says which) and FTS5's own. `kept_files`: for
-        `files_fts`, what `_lengths_and_kept_files` read with `lengths` (else read here)."""
+        kept ones still standing and FTS5's own. `lengths`: what `_lengths_and_kept_files` read
+        (which documents stand, and which chunk ids start the files moved); None: FTS5's only."""
         kept = lengths is not None and self._kept_through_of(db) > 0
         parts = self._kept_parts_of(db)
-        file_docs = None
-        if kept and _fts_table(table) == "files_fts":
-            file_docs = kept_files if kept_files is not None else self._kept_file_lengths(db)[0]
+        file_docs = lengths[1] if kept and lengths is not None and _fts_table(table) == "files_fts" else None
         found: dict[str, Postings] = {}
         for term in terms:
             rows = db.execute(f"SELECT doc, sum(col = 'path'), count(*) FROM temp.{table}_instances "
@@ -1209,7 +1207,7 @@ class SqliteStore:
                 k_docs, k_path, k_text = kept_postings.decode(blobs)
                 if file_docs is not None:
                     k_docs, k_path, k_text = kept_postings.per_file(k_docs, k_path, k_text, file_docs)
-                alive = kept_postings.live(k_docs, lengths)
+                alive = kept_postings.live(k_docs, lengths[0])
                 docs = np.concatenate([k_docs[alive], docs])
                 in_path = np.concatenate([k_path[alive], in_path])
                 in_text = np.concatenate([k_text[alive], in_text])
@@ -1226,9 +1224,10 @@ class SqliteStore:
         """(document, bm25 score) of the best `limit` documents, best first (ties by id), over the
         kept postings and FTS5's together: what FTS5 alone answers for an index that never moved."""
         self._vocabulary(self._db)
-        lengths, kept_files = self._lengths_and_kept_files(self._db, table)
+        read = self._lengths_and_kept_files(self._db, table)
+        lengths = read[0]
         terms = list(dict.fromkeys(fold(t) for t in query.terms))
-        postings = list(self._term_postings(self._db, table, terms, lengths, kept_files).values())
+        postings = list(self._term_postings(self._db, table, terms, read).values())
         allowed = None  # which documents may be answered; each term's weight counts every document holding it
         if query.match != "any" and postings:  # "all" (and a phrase, which needs positions: read as "all")
             allowed = functools.reduce(np.intersect1d, [p[0] for p in postings])
@@ -1647,9 +1646,8 @@ class SqliteStore:
         """Term → (rowids, count in the path column, count in the others) of each term as FTS5
         stores it (folded), read in one snapshot; a term no row holds has empty arrays."""
         with self._postings(IN_SEARCH if in_search else IN_THREAD) as db:
-            if not self._kept_through_of(db):
-                return self._term_postings(db, table, terms, None)
-            return self._term_postings(db, table, terms, *self._lengths_and_kept_files(db, table))
+            moved = self._lengths_and_kept_files(db, table) if self._kept_through_of(db) else None
+            return self._term_postings(db, table, terms, moved)
 
     def file_paths(self, file_ids: Sequence[int]) -> dict[int, str]:
         """Path of each `files_fts` row (its file's first chunk id)."""
