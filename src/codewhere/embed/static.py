@@ -8,6 +8,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -49,12 +50,17 @@ class StaticEmbedder:
         self._mapping = mapping
         digest = fingerprint or hashlib.sha256(np.ascontiguousarray(vectors).tobytes()).hexdigest()
         self._info = ModelInfo(model_id, int(vectors.shape[1]), digest)
-        self._words = _WordSums.for_tokenizer(tokenizer, self._info.dim)
         self._words_lock = threading.Lock()  # indexes in one process share the model (load_folder)
 
     @property
     def info(self) -> ModelInfo:
         return self._info
+
+    @cached_property
+    def _words(self) -> _WordSums | None:
+        """Read from the tokenizer's configuration (30 ms) when documents are first embedded,
+        not when the model loads: a search embeds only its query."""
+        return _WordSums.for_tokenizer(self._tokenizer, self._info.dim)
 
     def __getstate__(self) -> dict[str, object]:
         """Pickled for the worker processes without the float32 copy, which each makes if it
@@ -63,8 +69,8 @@ class StaticEmbedder:
         if self._stored.dtype != np.float32:
             state["_table"] = None
         del state["_words_lock"]
-        if self._words is not None:
-            state["_words"] = self._words.emptied()
+        if isinstance(words := state.get("_words"), _WordSums):
+            state["_words"] = words.emptied()
         return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
@@ -107,8 +113,7 @@ class StaticEmbedder:
             for counts in counted:
                 if counts is not None:
                     wanted.update(dict.fromkeys(counts))
-            words.make_room(wanted)
-            new = [word for word in wanted if word not in words.row_of]
+            new = words.make_room(wanted)
             if new:
                 ids, starts = words.tokenize(self._tokenizer, new)
                 lengths = np.diff(starts, append=len(ids))
@@ -179,12 +184,14 @@ class _WordSums:
             return None
         return Counter(_WORDS.findall(lowered))
 
-    def make_room(self, wanted: dict[str, None]) -> None:
-        """Forget every word when those of the next call would overflow the cache."""
-        if len(self.row_of) + len(wanted) > WORD_CACHE and len(self.row_of) + len(wanted.keys() - self.row_of.keys()) > WORD_CACHE:
+    def make_room(self, wanted: dict[str, None]) -> list[str]:
+        """The words of `wanted` not known yet, after forgetting every word if they would
+        overflow the cache."""
+        new = [word for word in wanted if word not in self.row_of]
+        if len(self.row_of) + len(new) > WORD_CACHE:
             self.row_of = {}
-            self.sums = self.sums[:0]
-            self.lengths = self.lengths[:0]
+            new = list(wanted)
+        return new
 
     def tokenize(self, tokenizer: Tokenizer, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """The token ids of `words`, one after the other, and where each word's tokens start.
@@ -203,9 +210,20 @@ class _WordSums:
 
     def add(self, words: list[str], sums: np.ndarray, lengths: np.ndarray) -> None:
         start = len(self.row_of)
+        end = start + len(words)
+        if end > len(self.sums):  # grown by doubling: a worker embeds file by file, and a copy of
+            capacity = max(end, 2 * len(self.sums), 1_024)  # the whole cache per call was O(cache)
+            self.sums = _grown(self.sums, start, capacity)
+            self.lengths = _grown(self.lengths, start, capacity)
         self.row_of.update((word, start + i) for i, word in enumerate(words))
-        self.sums = np.concatenate([self.sums, sums.astype(np.float32, copy=False)])
-        self.lengths = np.concatenate([self.lengths, lengths.astype(np.int64, copy=False)])
+        self.sums[start:end] = sums
+        self.lengths[start:end] = lengths
+
+
+def _grown(array: np.ndarray, kept: int, capacity: int) -> np.ndarray:
+    grown = np.empty((capacity, *array.shape[1:]), array.dtype)
+    grown[:kept] = array[:kept]
+    return grown
 
 
 def _sum_runs(rows: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
