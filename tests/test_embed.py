@@ -155,6 +155,16 @@ def test_word_sums_are_forgotten_when_the_cache_fills_and_vectors_stay_the_same(
         assert np.abs(got - default_model._encode(texts[start:start + 5])).max() < 1e-5
 
 
+def test_word_starts_the_tokenizer_does_not_mark_fall_back_to_a_word_at_a_time(default_model) -> None:
+    """Should no token id mark a later piece, the joined words' first tokens no longer count the
+    words: each word is then tokenized alone, and the vectors stay those of the whole text."""
+    model = pickle.loads(pickle.dumps(default_model))
+    model._words.continues[:] = False
+    texts = WORD_SPLIT_TEXTS[:4]
+    assert np.abs(model.embed_documents(texts) - default_model._encode(texts)).max() < 1e-5
+    assert model._words.lengths[model._words.row_of["netrc"]] == 2  # net ##rc, each word's own
+
+
 def test_a_tokenizer_whose_tokens_carry_spaces_is_not_split_into_words(tmp_path: Path) -> None:
     from tokenizers import Tokenizer, models, pre_tokenizers
 
