@@ -64,3 +64,8 @@ def test_snippet_picks_the_line_a_plain_scan_picks() -> None:
         for question in questions:
             wanted = terms(question)
             assert snippet(text, 1, wanted)[0] - 1 == _plain_best_line(text, wanted), (text, question)
+
+
+def test_snippet_shows_no_empty_line_after_the_last_break() -> None:
+    assert snippet("def a():\n    return b\n", 5, terms("return b"), lines=3) == (6, "    return b")
+    assert snippet("one\r\ntwo\r\n", 1, terms("two"), lines=3) == (2, "two")
