@@ -169,3 +169,41 @@ def test_a_changed_ignore_file_among_the_paths_makes_a_whole_refresh(sample_repo
     report = index.refresh(paths=[".codewhereignore"])  # the watcher saw only this file change
     assert shop and report.files_removed == len(shop) and report.files_added == 1
     assert not any(p.startswith("src/shop/") for p in index.store.file_states())
+
+
+def test_new_files_keep_their_keyword_rows_in_memory_until_the_commit_and_a_rewrite_drops_the_old_ones(tmp_path: Path) -> None:
+    # a statement that opens a savepoint makes FTS5 write out what it holds: once per file, that
+    # was a segment per file to write and merge; new paths are written with plain inserts
+    import apsw
+
+    from codewhere.chunk import chunk_source
+    from codewhere.store.sqlite import SqliteStore
+    from codewhere.tokens import index_tokens
+    from codewhere.types import FileKind, FileRecord
+
+    store = SqliteStore.open(tmp_path / "index.db")
+    keyword_pages: list[str] = []
+    store._db.trace_v2(apsw.SQLITE_TRACE_STMT, lambda event: keyword_pages.append(event["sql"]) if "chunks_fts_data" in event["sql"] and "REPLACE" in event["sql"] else None)
+
+    def write(path: str, word: str) -> None:
+        text = f"def {word}():\n    return {word}_value\n"
+        record = FileRecord(path, FileKind.CODE, "python", len(text), 0)
+        chunks = chunk_source(record, text, None, "window")
+        store.replace_file(record, f"digest-{word}", chunks, [(index_tokens(path), index_tokens(c.text)) for c in chunks])
+
+    def matching(word: str) -> list[str]:
+        return [path for (path,) in store._db.execute(
+            "SELECT f.path FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid JOIN files f ON f.id = c.file_id"
+            " WHERE chunks_fts MATCH ? ORDER BY f.path", (word,))]
+
+    with store.transaction():
+        for n in range(6):
+            write(f"pkg/module{n}.py", f"alpha{n}")
+        assert keyword_pages == []  # nothing written out per file
+    assert keyword_pages  # the commit wrote them
+    assert [matching(f"alpha{n}") for n in range(6)] == [[f"pkg/module{n}.py"] for n in range(6)]
+    with store.transaction():
+        write("pkg/module0.py", "omega")  # a known path: its old rows go
+    assert matching("alpha0") == [] and matching("omega") == ["pkg/module0.py"]
+    assert matching("alpha1") == ["pkg/module1.py"]
+    store.close()
