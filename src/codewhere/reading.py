@@ -90,7 +90,8 @@ def read_file(root: Path, job: Job, chunker: str, include_minified: bool, embedd
         return SameContent(len(data))
     parsed = parse(job.record.language, text)
     chunks = chunk_source(job.record, text, parsed.symbols if parsed else None, chunker)
-    fts_rows = [(index_tokens(c.path), index_tokens(c.text)) for c in chunks]
+    path_tokens = index_tokens(job.record.path)  # every chunk's path is the file's
+    fts_rows = [(path_tokens, index_tokens(c.text)) for c in chunks]
     symbol_rows = [symbol_fts_row(s.name, s.qualified_name) for s in parsed.symbols] if parsed else []
     vectors = None
     if embedder is not None:
