@@ -698,22 +698,24 @@ class SqliteStore:
     def move_edge_targets(self, moves: Sequence[tuple[int, int]]) -> None:
         """Point the edges into each old symbol id at its new id."""
         self._db.executemany("UPDATE edge_rows SET target_id = ? WHERE target_id = ?", [(new, old) for old, new in moves])
-    def _upsert_file(self, record: FileRecord, digest: str | None, skip: SkipReason | None) -> tuple[int, bool]:
-        """The file's row id, written, and whether the path is new to the index (nothing of it to
-        delete). A new path takes a plain INSERT: a statement that may write several rows (an
-        upsert, a DELETE) opens a savepoint, and at each savepoint FTS5 writes out the keyword rows
-        it holds as a new segment. Once per file, that was 0.2 ms a file on gson and a pile of
-        small segments to merge; now a build's rows go out when its transaction commits."""
+    def _write_file_row(self, record: FileRecord, digest: str | None, skip: SkipReason | None) -> int:
+        """The file's row id, its row written and, for a path the index had, everything derived
+        from its old content deleted. A new path takes a plain INSERT and no DELETE: a statement
+        that may write several rows (an upsert, a DELETE) opens a savepoint, and at each savepoint
+        FTS5 writes out the keyword rows it holds as a new segment. Once per file, that was 0.2 ms
+        a file on gson and a pile of small segments to merge; now a build's rows go out when its
+        transaction commits."""
         values = (record.size, record.mtime_ns, digest, record.kind.value, record.language, skip.value if skip else None)
         known = self._db.execute("SELECT id FROM files WHERE path = ?", (record.path,)).fetchone()
         if known is None:
             self._db.execute("""INSERT INTO files(path, size, mtime_ns, hash, kind, language, skip_reason)
                                 VALUES(?, ?, ?, ?, ?, ?, ?)""", (record.path, *values))
-            return self._db.last_insert_rowid(), True
+            return self._db.last_insert_rowid()
         file_id = int(known[0])
         self._db.execute("UPDATE files SET size=?, mtime_ns=?, hash=?, kind=?, language=?, skip_reason=? WHERE id = ?",
                          (*values, file_id))
-        return file_id, False
+        self._delete_chunks_of(file_id)
+        return file_id
 
     def _delete_chunks_of(self, file_id: int) -> None:
         """Everything derived from a file's content: chunks, symbols, edges and their keyword rows
@@ -760,9 +762,7 @@ class SqliteStore:
         if self._pending is None and self._kept_through() \
                 and not self._db.execute("SELECT 1 FROM chunks_fts_docsize LIMIT 1").fetchone():
             self._pending = kept_postings.Pending()  # nothing in FTS5 since the last move: hold from here
-        file_id, new_path = self._upsert_file(record, digest, None)
-        if not new_path:
-            self._delete_chunks_of(file_id)
+        file_id = self._write_file_row(record, digest, None)
         # ids given here (what SQLite would pick: one past the largest) so that each table takes
         # all of a file's rows in one executemany instead of a statement per row
         ids = self._next_ids("chunks", len(chunks))
@@ -828,9 +828,7 @@ class SqliteStore:
 
     def record_skipped_file(self, record: FileRecord, reason: SkipReason) -> None:
         """Remember a file whose content can't be indexed, so refresh won't re-read it unchanged."""
-        file_id, new_path = self._upsert_file(record, None, reason)
-        if not new_path:
-            self._delete_chunks_of(file_id)
+        self._write_file_row(record, None, reason)
 
     def update_file_stat(self, path: str, size: int, mtime_ns: int) -> None:
         self._db.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path))
