@@ -73,3 +73,17 @@ def test_query_terms_are_tokens_the_index_holds_for_the_same_text(text: str) -> 
     assert all(token == token.lower() and len(token) <= MAX_TOKEN_CHARS for token in indexed)
     # a query typed as the text finds it: its terms are among the text's index tokens
     assert set(query_terms(text)) <= set(indexed)
+
+
+@_SETTINGS
+@given(st.one_of(
+    st.text(alphabet=st.characters(max_codepoint=127), max_size=2_000),
+    st.text(alphabet="aZ9_-  -->.\t\n\x1c\x00é", max_size=400),
+    st.lists(st.sampled_from(["foo-bar", "a--b", "-1", "x-", "HTTPAdapter", "snake_case", "q" * 70, "->", " "]))
+    .map("".join),
+))
+def test_index_tokens_cut_at_bytes_equal_the_word_pattern(text: str) -> None:
+    # ASCII text is cut at bytes no word holds instead of by the word pattern: same tokens
+    from codewhere.tokens import _WORD, _word_token_text
+
+    assert index_tokens(text) == " ".join(filter(None, map(_word_token_text, _WORD.findall(text))))

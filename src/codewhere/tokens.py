@@ -59,9 +59,35 @@ def _word_token_text(word: str) -> str:
     return " ".join(word_tokens(word))
 
 
+# ASCII bytes that a word of `_WORD` can hold (letters, digits, `_`, `-`), others made spaces: in
+# ASCII text, `_WORD`'s matches never span a space, so each space-separated piece holds its own
+_WORD_BYTES = bytes(b if chr(b).isalnum() or chr(b) in "_-" else 0x20 for b in range(128)) + b" " * 128
+_PIECE_CACHE = 262_144
+_piece_token_texts: dict[str, str] = {}
+
+
 def index_tokens(text: str) -> str:
     """Text for the FTS column: every word as its compound followed by its parts."""
-    return " ".join(filter(None, map(_word_token_text, _WORD.findall(text))))
+    if not text.isascii():  # `\w` takes letters beyond ASCII: the regular expression decides
+        return " ".join(filter(None, map(_word_token_text, _WORD.findall(text))))
+    # cutting ASCII at bytes that no word holds is ~10x faster than `_WORD.findall`, which was
+    # three quarters of the time here; the pieces map to their tokens through a plain dict
+    pieces = text.encode("ascii").translate(_WORD_BYTES).decode("ascii").split()
+    try:
+        return " ".join(filter(None, map(_piece_token_texts.__getitem__, pieces)))
+    except KeyError:
+        return " ".join(filter(None, map(_piece_tokens, pieces)))
+
+
+def _piece_tokens(piece: str) -> str:
+    """The tokens of a piece of ASCII text made of word characters and hyphens (`a--b`, `-1`,
+    `well-known`): those of each of its `_WORD` words."""
+    known = _piece_token_texts.get(piece)
+    if known is None:
+        if len(_piece_token_texts) >= _PIECE_CACHE:
+            _piece_token_texts.clear()
+        known = _piece_token_texts[piece] = " ".join(filter(None, map(_word_token_text, _WORD.findall(piece))))
+    return known
 
 
 def query_terms(query: str) -> list[str]:
