@@ -210,8 +210,7 @@ class SymbolRow:
         return f"{self.path}:{self.start_line}-{self.end_line}"
 
 
-@dataclass(frozen=True)
-class SymbolRef:
+class SymbolRef(NamedTuple):  # tuples: edge resolution makes one per symbol and per edge
     id: int
     file_id: int
     name: str
@@ -219,8 +218,7 @@ class SymbolRef:
     parent: str = ""
 
 
-@dataclass(frozen=True)
-class EdgeRow:
+class EdgeRow(NamedTuple):
     id: int
     file_id: int
     kind: str

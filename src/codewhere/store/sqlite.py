@@ -1426,7 +1426,7 @@ class SqliteStore:
                        FROM edges e LEFT JOIN symbols s ON s.id = e.source_id WHERE NOT {KEPT_PRECISE}"""
         if names is None:
             edges: Iterable[EdgeRow] = self._edge_pages(edge_sql)
-            symbols = [SymbolRef(*r) for r in self._db.execute("SELECT id, file_id, name, kind, parent FROM symbols")]
+            symbols = list(map(SymbolRef._make, self._db.execute("SELECT id, file_id, name, kind, parent FROM symbols")))
             imported = {(f, n) for f, n in self._db.execute("SELECT file_id, target_name FROM edges WHERE kind = 'import'")}
             return edges, symbols, imported
         edges = [EdgeRow(*r) for r in self._db.execute(
@@ -1448,7 +1448,7 @@ class SqliteStore:
     def _edge_pages(self, edge_sql: str) -> Iterator[EdgeRow]:
         after, page = 0, EDGE_PAGE
         while True:
-            rows = [EdgeRow(*r) for r in self._db.execute(f"{edge_sql} AND e.id > ? ORDER BY e.id LIMIT ?", (after, page))]
+            rows = list(map(EdgeRow._make, self._db.execute(f"{edge_sql} AND e.id > ? ORDER BY e.id LIMIT ?", (after, page))))
             yield from rows
             if len(rows) < page:
                 return
