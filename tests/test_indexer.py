@@ -206,4 +206,27 @@ def test_new_files_keep_their_keyword_rows_in_memory_until_the_commit_and_a_rewr
         write("pkg/module0.py", "omega")  # a known path: its old rows go
     assert matching("alpha0") == [] and matching("omega") == ["pkg/module0.py"]
     assert matching("alpha1") == ["pkg/module1.py"]
+    # a batch of known paths (a branch switch): their old rows deleted together ahead of the
+    # writes, so FTS5 writes out what it holds at most once then, not once per file
+    keyword_pages.clear()
+    with store.transaction():
+        store.forget_contents([f"pkg/module{n}.py" for n in range(1, 6)])
+        held = len(keyword_pages)
+        for n in range(1, 6):
+            write(f"pkg/module{n}.py", f"beta{n}")
+        assert len(keyword_pages) == held
+    assert [matching(f"alpha{n}") for n in range(1, 6)] == [[]] * 5
+    assert [matching(f"beta{n}") for n in range(1, 6)] == [[f"pkg/module{n}.py"] for n in range(1, 6)]
+    assert store._db.execute("SELECT count(*) FROM chunks").get == len(matching("omega")) + 5 * len(matching("beta1"))
+    # what a rolled-back transaction deleted ahead came back: the next write deletes it again
+    try:
+        with store.transaction():
+            store.forget_contents(["pkg/module1.py"])
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    assert matching("beta1") == ["pkg/module1.py"]
+    with store.transaction():
+        write("pkg/module1.py", "gamma")
+    assert matching("beta1") == [] and matching("gamma") == ["pkg/module1.py"]
     store.close()

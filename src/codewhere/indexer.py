@@ -147,6 +147,7 @@ class _Batch:
                 self.old_hashes |= replaced
             first_written: int | None = None
             self.touched_paths += changed
+            self.store.forget_contents([w.record.path for w in self.writes])
             for write in self.writes:
                 if isinstance(write, _SkipWrite):
                     self.store.record_skipped_file(write.record, write.reason)

@@ -565,6 +565,10 @@ class PostgresStore:
     def delete_files(self, paths: Iterable[str]) -> None:
         self._db.execute("DELETE FROM files WHERE repo_id = %s AND path = ANY(%s)", (self._rid(), list(paths)))
 
+    def forget_contents(self, paths: Sequence[str]) -> None:
+        """Nothing ahead: `replace_file` replaces a file's rows as it writes them, and no keyword
+        index here writes anything out per statement (SQLite's FTS5 did)."""
+
     def expect_files(self, size: int) -> None:
         """Nothing to prepare: PostgreSQL's keyword index has no compact form."""
 

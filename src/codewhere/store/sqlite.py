@@ -430,6 +430,7 @@ class SqliteStore:
         self._postings_dbs: list[apsw.Connection | None] = [None, None]  # IN_THREAD, IN_SEARCH: opened when first read
         self._postings_use = [threading.Lock(), threading.Lock()]
         self._staged_signs: dict[int, bytearray] = {}  # sign pages changed by this transaction
+        self._emptied: set[int] = set()  # files whose old content this transaction already deleted
         self._vectors_added = False  # by this transaction: it may have crossed QUANTIZE_FROM
         self._turned_compact = False  # by this transaction: its commit is followed by a repack
         # the keyword rows in FTS5 since the last move, when this connection wrote all of them
@@ -625,9 +626,11 @@ class SqliteStore:
             self._pending = None  # another connection wrote since: what we hold may not be what FTS5 holds
         try:
             yield
+            self._emptied.clear()
             self._finish_vectors()
             self._move_keywords_if_due()
         except BaseException:
+            self._emptied.clear()
             self._staged_signs.clear()
             self._vectors_added = False
             self._turned_compact = False
@@ -714,33 +717,53 @@ class SqliteStore:
         file_id = int(known[0])
         self._db.execute("UPDATE files SET size=?, mtime_ns=?, hash=?, kind=?, language=?, skip_reason=? WHERE id = ?",
                          (*values, file_id))
-        self._delete_chunks_of(file_id)
+        if file_id in self._emptied:
+            self._emptied.discard(file_id)
+        else:
+            self._delete_contents([file_id])
         return file_id
 
-    def _delete_chunks_of(self, file_id: int) -> None:
-        """Everything derived from a file's content: chunks, symbols, edges and their keyword rows
-        (in FTS5, or marked gone in the kept postings when they moved there)."""
+    def forget_contents(self, paths: Sequence[str]) -> None:
+        """Delete what the index derived from these paths' old content, for all of them at once,
+        ahead of writing their new content in this transaction. Deleted a file at a time, each
+        DELETE opened a savepoint at which FTS5 wrote out the keyword rows it held: a segment per
+        changed file on a branch switch."""
+        ids = [cast(int, i) for (i,) in self._db.execute(
+            "SELECT id FROM files WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(list(paths)),))]
+        self._delete_contents(ids)
+        self._emptied.update(ids)
+
+    def _delete_contents(self, file_ids: Sequence[int]) -> None:
+        """Everything derived from these files' content: chunks, symbols, edges and their keyword
+        rows (in FTS5, or marked gone in the kept postings when they moved there)."""
+        if not file_ids:
+            return
+        files = json.dumps(list(file_ids))
         through = self._kept_through()
         if through or self._pending is not None:
-            ids = [cast(int, i) for (i,) in self._db.execute("SELECT id FROM chunks WHERE file_id = ? ORDER BY id", (file_id,))]
-            moved = [i for i in ids if i <= through]
-            if moved:
-                self._forget_kept(0, moved)
-                if moved[0] == ids[0]:
-                    self._forget_kept(1, moved[:1])
-            if ids and self._pending is not None:
-                self._pending.drop(ids[0])
-        self._db.execute("DELETE FROM files_fts WHERE rowid = (SELECT min(id) FROM chunks WHERE file_id = ?) AND rowid > ?",
-                         (file_id, through))
+            rows = self._db.execute(
+                "SELECT file_id, id FROM chunks WHERE file_id IN (SELECT value FROM json_each(?)) ORDER BY file_id, id",
+                (files,))
+            for ids in grouped(rows).values():
+                moved = [i for i in ids if i <= through]
+                if moved:
+                    self._forget_kept(0, moved)
+                    if moved[0] == ids[0]:
+                        self._forget_kept(1, moved[:1])
+                if self._pending is not None:
+                    self._pending.drop(ids[0])
         self._db.execute(
-            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ? AND id > ?)", (file_id, through)
-        )
-        self._db.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+            """DELETE FROM files_fts WHERE rowid IN (SELECT min(id) FROM chunks WHERE file_id IN (SELECT value FROM json_each(?))
+               GROUP BY file_id) AND rowid > ?""", (files, through))
         self._db.execute(
-            "DELETE FROM symbols_fts WHERE rowid IN (SELECT id FROM symbols WHERE file_id = ?)", (file_id,)
-        )
-        self._db.execute("DELETE FROM edge_rows WHERE file_id = ?", (file_id,))
-        self._db.execute("DELETE FROM symbols WHERE file_id = ?", (file_id,))
+            """DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE file_id IN (SELECT value FROM json_each(?))
+               AND id > ?)""", (files, through))
+        self._db.execute("DELETE FROM chunks WHERE file_id IN (SELECT value FROM json_each(?))", (files,))
+        self._db.execute(
+            "DELETE FROM symbols_fts WHERE rowid IN (SELECT id FROM symbols WHERE file_id IN (SELECT value FROM json_each(?)))",
+            (files,))
+        self._db.execute("DELETE FROM edge_rows WHERE file_id IN (SELECT value FROM json_each(?))", (files,))
+        self._db.execute("DELETE FROM symbols WHERE file_id IN (SELECT value FROM json_each(?))", (files,))
 
     def replace_file(
         self,
@@ -834,11 +857,11 @@ class SqliteStore:
         self._db.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path))
 
     def delete_files(self, paths: Iterable[str]) -> None:
-        for path in paths:
-            row = self._db.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
-            if row:
-                self._delete_chunks_of(row[0])
-                self._db.execute("DELETE FROM files WHERE id = ?", (row[0],))
+        ids = [cast(int, i) for (i,) in self._db.execute(
+            "SELECT id FROM files WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(list(paths)),))]
+        self._delete_contents(ids)
+        self._db.execute("DELETE FROM files WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
+        self._emptied.difference_update(ids)
 
     # ---- vectors -------------------------------------------------------------------------
 
