@@ -102,6 +102,25 @@ def test_an_index_built_by_two_workers_equals_one_built_by_one(tmp_path: Path, m
     assert related[1] == related[2] and related[1]
 
 
+def test_workers_embed_new_files_and_a_changed_file_only_its_new_texts(tmp_path: Path, monkeypatch) -> None:
+    # a branch switch through the workers embedded every chunk of every changed file (23,495
+    # texts on Django 5.0.10 -> 5.1.4, of which 4,222 were new) and kept the index's vectors
+    root = many_files(tmp_path / "repo")
+    monkeypatch.setattr(reading, "POOL_MIN_BYTES", 0)
+    monkeypatch.setenv("CODEWHERE_SHARED_VECTORS", "0")
+    with Index.open(root, tmp_path / "index.db", settings=Settings.from_env(), workers=2) as index:
+        first = index.refresh()
+        assert first.vectors_written == index.store.vector_count() > 100
+        for i in range(0, 60, 2):  # thirty files: one new function each, the rest as it was
+            with (root / f"pkg/mod{i:03}.py").open("a") as module:
+                module.write(f"\n\ndef added_{i}(value):\n    return value * {i}\n")
+        second = index.refresh()
+        assert second.files_changed == 30
+        assert second.vectors_written == 30
+        assert index.store.vector_count() == first.vectors_written + 30
+        assert [h.path for h in index.search("added_12", mode="semantic", k=1)] == ["pkg/mod012.py"]
+
+
 def test_a_worker_killed_mid_run_costs_a_warning_and_no_file(tmp_path: Path, monkeypatch, caplog) -> None:
     root = many_files(tmp_path / "repo", n=120)
     jobs = jobs_of(root)

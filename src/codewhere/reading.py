@@ -94,7 +94,9 @@ def read_file(root: Path, job: Job, chunker: str, include_minified: bool, embedd
     fts_rows = [(path_tokens, index_tokens(c.text)) for c in chunks]
     symbol_rows = [symbol_fts_row(s.name, s.qualified_name) for s in parsed.symbols] if parsed else []
     vectors = None
-    if embedder is not None:
+    # only a file new to the index: most texts of a changed file have their vector already (its
+    # unchanged definitions), and the vector pass after the file pass embeds just the missing ones
+    if embedder is not None and job.known_hash is None:
         texts = [c.embed_text for c in chunks if c.embed]
         vectors = embedder.embed_documents(texts) if texts else np.empty((0, embedder.info.dim), np.float32)
         chunks = [replace(c, embed_text="") if c.embed else c for c in chunks]
@@ -125,8 +127,9 @@ def read_files(
     worker killed, out of memory) is said once and the rest is read in this process.
 
     A static `embedder` (a token table: cheap to copy, as fast as the cache of shared vectors)
-    is handed to the workers, which then embed each file's chunks too (`Chunked.vectors`), on
-    every core. In this process, and for other models, vectors are made after the file pass."""
+    is handed to the workers, which then embed the chunks of each file new to the index too
+    (`Chunked.vectors`), on every core. In this process, for the files the index had, and for
+    other models, vectors are made after the file pass."""
     workers = default_workers() if workers is None else max(1, workers)
     if workers == 1 or sum(job.record.size for job in jobs) < POOL_MIN_BYTES:
         for job in jobs:
