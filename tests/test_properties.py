@@ -84,6 +84,6 @@ def test_query_terms_are_tokens_the_index_holds_for_the_same_text(text: str) -> 
 ))
 def test_index_tokens_cut_at_bytes_equal_the_word_pattern(text: str) -> None:
     # ASCII text is cut at bytes no word holds instead of by the word pattern: same tokens
-    from codewhere.tokens import _WORD, _word_token_text
+    from codewhere.tokens import _WORD, word_tokens
 
-    assert index_tokens(text) == " ".join(filter(None, map(_word_token_text, _WORD.findall(text))))
+    assert index_tokens(text) == " ".join(" ".join(word_tokens(word)) for word in _WORD.findall(text) if word_tokens(word))
