@@ -11,9 +11,10 @@ from codewhere.chunk import (
     content_hash,
     line_windows,
     split_lines,
+    symbol_embed_text,
 )
 from codewhere.parse import parse
-from codewhere.types import FileKind, FileRecord, Unit
+from codewhere.types import FileKind, FileRecord, Symbol, Unit
 
 
 def windows(text: str, target: int = 2800, overlap: int = 320) -> list[tuple[int, int, str]]:
@@ -242,3 +243,11 @@ def test_every_chunk_text_is_a_slice_of_its_file_that_text_offsets_finds(chunker
         assert chunks and all(at >= 0 for at in offsets), path
         assert all(text[at : at + len(c.text)] == c.text for at, c in zip(offsets, chunks, strict=True)), path
     assert text_offsets("def a():\n    pass\n", [replace(chunks[0], text="elsewhere\n", start_line=1, end_line=1)]) == [-1]
+
+
+def test_an_embedding_text_leaves_out_licence_lines_and_keeps_the_rest() -> None:
+    body = ("def send(data):\n    # Copyright 2024 Example Ltd\n    total = len(data)\n"
+            "    # All Rights Reserved\n    return total  # counts the bytes\n    # see the LICENSE file\n")
+    symbol = Symbol("send", "send", "function", 1, 6, signature="def send(data):")
+    text = symbol_embed_text("pkg/net.py", symbol, body)
+    assert text.split("\n")[2:] == ["total = len(data)", "return total  # counts the bytes"]

@@ -157,20 +157,14 @@ def symbol_embed_text(path: str, symbol: Symbol, body: str) -> str:
     # characters are at most bytes: past EMBED_BYTES characters the cut below is fixed, and the
     # rest of a long body need not be looked at
     held = sum(len(part) + 1 for part in head)
-    # a licence word never spans lines: one search of the body finds the next line that holds
-    # one, instead of a case-blind search of every line (most bodies have none)
-    licence = _LICENSE.search(body)
-    at = body.find("\n") + 1 if "\n" in body else len(body)
-    for line in body.split("\n")[1:]:
-        line_end = at + len(line)
+    # a licence word never spans lines: the lines holding one, from one search of the body,
+    # instead of a case-blind search of every line (most bodies have none)
+    licensed = {body.count("\n", 0, found.start()) for found in _LICENSE.finditer(body)}
+    for row, line in enumerate(body.split("\n")[1:], start=1):
         if held > EMBED_BYTES:
             break
-        while licence is not None and licence.start() < at:
-            licence = _LICENSE.search(body, at)
-        in_licence = licence is not None and licence.start() < line_end
-        at = line_end + 1
         stripped = line.strip()
-        if not stripped or in_licence or _PUNCTUATION_ONLY.match(stripped):
+        if not stripped or row in licensed or _PUNCTUATION_ONLY.match(stripped):
             continue
         lines.append(stripped)
         held += len(stripped) + 1
