@@ -430,7 +430,6 @@ class SqliteStore:
         self._postings_dbs: list[apsw.Connection | None] = [None, None]  # IN_THREAD, IN_SEARCH: opened when first read
         self._postings_use = [threading.Lock(), threading.Lock()]
         self._staged_signs: dict[int, bytearray] = {}  # sign pages changed by this transaction
-        self._emptied: set[int] = set()  # files whose old content this transaction already deleted
         self._vectors_added = False  # by this transaction: it may have crossed QUANTIZE_FROM
         self._turned_compact = False  # by this transaction: its commit is followed by a repack
         # the keyword rows in FTS5 since the last move, when this connection wrote all of them
@@ -626,11 +625,9 @@ class SqliteStore:
             self._pending = None  # another connection wrote since: what we hold may not be what FTS5 holds
         try:
             yield
-            self._emptied.clear()
             self._finish_vectors()
             self._move_keywords_if_due()
         except BaseException:
-            self._emptied.clear()
             self._staged_signs.clear()
             self._vectors_added = False
             self._turned_compact = False
@@ -717,9 +714,7 @@ class SqliteStore:
         file_id = int(known[0])
         self._db.execute("UPDATE files SET size=?, mtime_ns=?, hash=?, kind=?, language=?, skip_reason=? WHERE id = ?",
                          (*values, file_id))
-        if file_id in self._emptied:
-            self._emptied.discard(file_id)
-        else:
+        if self._holds_content(file_id):  # not deleted ahead with its batch (forget_contents)
             self._delete_contents([file_id])
         return file_id
 
@@ -728,10 +723,18 @@ class SqliteStore:
         ahead of writing their new content in this transaction. Deleted a file at a time, each
         DELETE opened a savepoint at which FTS5 wrote out the keyword rows it held: a segment per
         changed file on a branch switch."""
-        ids = [cast(int, i) for (i,) in self._db.execute(
+        self._delete_contents(self._file_ids(paths))
+
+    def _holds_content(self, file_id: int) -> bool:
+        """Whether anything derived from the file's content is stored (reads open no savepoint)."""
+        return bool(self._db.execute(
+            """SELECT EXISTS(SELECT 1 FROM chunks WHERE file_id = ?1) OR EXISTS(SELECT 1 FROM symbols WHERE file_id = ?1)
+                      OR EXISTS(SELECT 1 FROM edge_rows WHERE file_id = ?1)""", (file_id,)).get)
+
+    def _file_ids(self, paths: Iterable[str]) -> list[int]:
+        """The row ids of those of these paths the index has."""
+        return [cast(int, i) for (i,) in self._db.execute(
             "SELECT id FROM files WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(list(paths)),))]
-        self._delete_contents(ids)
-        self._emptied.update(ids)
 
     def _delete_contents(self, file_ids: Sequence[int]) -> None:
         """Everything derived from these files' content: chunks, symbols, edges and their keyword
@@ -857,11 +860,9 @@ class SqliteStore:
         self._db.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path))
 
     def delete_files(self, paths: Iterable[str]) -> None:
-        ids = [cast(int, i) for (i,) in self._db.execute(
-            "SELECT id FROM files WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(list(paths)),))]
+        ids = self._file_ids(paths)
         self._delete_contents(ids)
         self._db.execute("DELETE FROM files WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
-        self._emptied.difference_update(ids)
 
     # ---- vectors -------------------------------------------------------------------------
 
