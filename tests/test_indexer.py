@@ -230,3 +230,48 @@ def test_new_files_keep_their_keyword_rows_in_memory_until_the_commit_and_a_rewr
         write("pkg/module1.py", "gamma")
     assert matching("beta1") == [] and matching("gamma") == ["pkg/module1.py"]
     store.close()
+
+
+def test_a_refresh_runs_with_the_collector_at_the_build_threshold_and_restores_it(
+    sample_repo: Path, open_index, monkeypatch
+) -> None:
+    import gc
+
+    from codewhere import collector, indexer
+
+    seen: list[tuple[int, int, int]] = []
+    real = indexer._file_pass
+
+    def watched(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen.append(gc.get_threshold())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(indexer, "_file_pass", watched)
+    before = gc.get_threshold()
+    index = open_index(sample_repo)
+    index.refresh()
+    assert seen and seen[0][0] == max(before[0], collector.BUILD_THRESHOLD) and seen[0][1:] == before[1:]
+    assert gc.get_threshold() == before
+
+
+def test_overlapping_builds_restore_the_collector_once_the_last_ends() -> None:
+    import gc
+
+    from codewhere import collector
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(500, 7, 9)
+        first, second = collector.rarely(), collector.rarely()
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert gc.get_threshold() == (collector.BUILD_THRESHOLD, 7, 9)  # the second build still runs
+        second.__exit__(None, None, None)
+        assert gc.get_threshold() == (500, 7, 9)
+        gc.set_threshold(50_000, 7, 9)  # a program that collects even less is left as it is
+        with collector.rarely():
+            assert gc.get_threshold() == (50_000, 7, 9)
+        assert gc.get_threshold() == (50_000, 7, 9)
+    finally:
+        gc.set_threshold(*before)

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from codewhere import collector
 from codewhere.chunk import chunker_version
 from codewhere.embed import Embedder
 from codewhere.embed.base import TruncatingEmbedder
@@ -204,6 +205,14 @@ def refresh(
 
     The caller holds the writer lock and has checked that `embedder` is the index's model.
     """
+    with collector.rarely():
+        return _refresh(root, store, progress, embedder, chunker, options, paths, shared, workers, quick)
+
+
+def _refresh(
+    root: Path, store: IndexWriter, progress: Progress | None, embedder: Embedder | None, chunker: str,
+    options: ScanOptions, paths: Sequence[str] | None, shared: SharedVectors | None, workers: int | None, quick: bool,
+) -> IndexReport:
     started = time.perf_counter()
     phases.info("scan")
     report = IndexReport()

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from codewhere import collector
 from codewhere.chunk import chunk_source, text_offsets
 from codewhere.embed import Embedder
 from codewhere.embed.static import StaticEmbedder
@@ -219,6 +220,7 @@ def _worker_start(parent: int, model_file: Path | None) -> None:
     """Ctrl-C is the parent's to handle; a worker whose parent died (killed indexer) exits
     instead of waiting on its queue forever."""
     global _worker_embedder
+    collector.rarely_from_now()
     if model_file is not None:
         with model_file.open("rb") as file:
             _worker_embedder = pickle.load(file)  # noqa: S301 — written by the parent a moment ago, mode 0600

@@ -1,0 +1,45 @@
+"""How often Python's cycle collector runs while an index is built.
+
+A build allocates millions of short-lived tuples, lists and rows and makes almost no reference
+cycles, yet at CPython's default (a collection every 700 new container objects) the collector ran
+150-360 times a build of a mid-sized repository and took 3-5 % of it (zod: 137 ms of 3.7 s).
+Collecting every 20,000 allocations cuts that to about a quarter; the garbage it may leave
+waiting is a few thousand objects.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+BUILD_THRESHOLD = 20_000  # new container objects between two youngest-generation collections
+
+_lock = threading.Lock()
+_builds = 0  # builds running in this process (an MCP server refreshes several indexes)
+_before: tuple[int, int, int] = gc.get_threshold()
+
+
+@contextmanager
+def rarely() -> Iterator[None]:
+    """The collector at BUILD_THRESHOLD for the duration, then as it was once no build runs."""
+    global _builds, _before
+    with _lock:
+        if _builds == 0:
+            _before = gc.get_threshold()
+            gc.set_threshold(max(_before[0], BUILD_THRESHOLD), *_before[1:])
+        _builds += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _builds -= 1
+            if _builds == 0:
+                gc.set_threshold(*_before)
+
+
+def rarely_from_now() -> None:
+    """For a worker process, which does nothing but build."""
+    first, *older = gc.get_threshold()
+    gc.set_threshold(max(first, BUILD_THRESHOLD), *older)
