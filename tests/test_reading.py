@@ -4,6 +4,7 @@ order; a broken pool or a killed parent loses nothing and leaves nothing running
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import signal
 import subprocess
@@ -136,6 +137,7 @@ def test_a_worker_killed_mid_run_costs_a_warning_and_no_file(tmp_path: Path, mon
     assert [job.record.path for job, _ in got] == [job.record.path for job in jobs]
     assert got == list(read_files(root, jobs, "symbols", False, workers=1))
     assert "reading the remaining files in this process" in caplog.text
+    assert "__main__" not in caplog.text  # pytest runs as a module: no script to guard
 
 
 def test_workers_of_a_killed_indexer_exit(tmp_path: Path) -> None:
@@ -212,3 +214,24 @@ def test_a_killed_indexers_model_file_is_removed_by_the_next_pool(tmp_path: Path
         assert reading.remove_orphan_model_files(tmp_path) == 0
     finally:
         mine.unlink()
+
+
+def test_a_broken_pool_under_a_script_without_a_main_guard_names_the_guard(tmp_path: Path, monkeypatch) -> None:
+    """Spawned workers import `python script.py`'s script again: one that indexes at import dies
+    there (it cannot start a pool, nor take the writer lock its parent holds)."""
+    import types
+
+    script = tmp_path / "build_it.py"
+    script.write_text("from codewhere.api import Index\nIndex.open('.').refresh()\n")
+    main = types.ModuleType("__main__")
+    main.__file__ = str(script)
+    main.__spec__ = None
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    assert reading._script_hint() == ' (if build_it.py indexes when imported, put that under `if __name__ == "__main__":`)'
+    script.write_text("from codewhere.api import Index\nif __name__ == '__main__':\n    Index.open('.').refresh()\n")
+    assert reading._script_hint() == ""  # guarded: the pool broke for another reason
+    script.unlink()
+    assert reading._script_hint() == ""
+    main.__spec__ = importlib.util.spec_from_loader("tool", loader=None)  # `python -m tool`: not imported again
+    script.write_text("from codewhere.api import Index\nIndex.open('.').refresh()\n")
+    assert reading._script_hint() == ""

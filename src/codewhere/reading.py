@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import tempfile
 import threading
 import time
@@ -159,7 +160,7 @@ def read_files(
             done += 1
         pool.shutdown(wait=True)
     except BrokenProcessPool as exc:
-        log.warning("the file readers stopped (%s); reading the remaining files in this process", exc)
+        log.warning("the file readers stopped (%s); reading the remaining files in this process%s", exc, _script_hint())
         for task in tasks[done:]:
             for job in task:
                 yield job, read_file(root, job, chunker, include_minified, worker_embedder)
@@ -167,6 +168,21 @@ def read_files(
         pool.shutdown(wait=False, cancel_futures=True)
         if model_file is not None:
             model_file.unlink(missing_ok=True)
+
+
+def _script_hint() -> str:
+    """Run as `python script.py`, each worker imports the script again before its first task: a
+    script that indexes at import (no main guard) starts the index again there, and the worker dies."""
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)
+    if script is None or getattr(main, "__spec__", None) is not None:  # `python -m`, `-c`, a REPL: nothing imported again
+        return ""
+    try:
+        if "__main__" in Path(script).read_text(encoding="utf-8", errors="replace"):
+            return ""  # guarded: the pool broke for another reason
+    except OSError:
+        return ""
+    return f" (if {Path(script).name} indexes when imported, put that under `if __name__ == \"__main__\":`)"
 
 
 MODEL_FILE_PREFIX = "codewhere-model-"
