@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from codewhere import freshness, gitinfo, graph, indexer
 from codewhere.chunk import CHUNKERS
@@ -24,7 +24,6 @@ from codewhere.errors import (
     PathError,
     QueryError,
 )
-from codewhere.evaluate import EvalResult, IndexedSpans, QueryFile, run_eval
 from codewhere.indexer import IndexReport, Progress
 from codewhere.search import engine
 from codewhere.search.params import DEFAULT_PARAMS, RankingParams
@@ -34,6 +33,9 @@ from codewhere.store import SearchReader, Store, StoreStats, open_store
 from codewhere.store.shared_vectors import SharedVectors
 from codewhere.store.warm import WarmReader
 from codewhere.types import FileKind, Filters, Hit, Mode, Ranked, SymbolRow
+
+if TYPE_CHECKING:
+    from codewhere.evaluate import EvalResult, QueryFile
 
 log = logging.getLogger(__name__)
 _said: set[str] = set()  # warnings a long-lived process gives once
@@ -475,6 +477,8 @@ class Index:
         depth: int = EVAL_DEPTH,
     ) -> EvalResult:
         """Run every query through every mode and score it (see evaluate.py)."""
+        from codewhere.evaluate import IndexedSpans, run_eval
+
         own = (self.store.repo,)  # the queries are about this folder's repository
         filters = self._filters(scopes, False, False, own)
         spans = IndexedSpans(self.store.chunk_spans(filters))

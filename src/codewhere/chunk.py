@@ -8,7 +8,6 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
-from codewhere.defs import find_definitions
 from codewhere.tokens import compound
 from codewhere.types import Chunk, FileKind, FileRecord, Symbol, Unit
 
@@ -98,6 +97,8 @@ def chunk_file(record: FileRecord, text: str, definitions: list[tuple[int, str]]
     """Line windows (the study's recipe), each defining the names the regular expressions find in
     it; `definitions` when the caller has already looked for them."""
     if definitions is None:
+        from codewhere.defs import find_definitions  # its 25 patterns compile in 6 ms: files without a grammar only
+
         definitions = find_definitions(text, record.language)
     chunks: list[Chunk] = []
     for start, end, body in line_windows(text):
@@ -293,6 +294,8 @@ def definition_chunks(record: FileRecord, text: str) -> list[Chunk]:
     middle of a 2,800-character window it shares with its neighbours."""
     if record.kind not in (FileKind.CODE, FileKind.TEST):  # a LICENSE's "definitions" are prose
         return chunk_file(record, text)
+    from codewhere.defs import find_definitions
+
     definitions = find_definitions(text, record.language)
     if not definitions:
         return chunk_file(record, text, definitions)

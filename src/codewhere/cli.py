@@ -30,8 +30,6 @@ from codewhere.api import (
 from codewhere.chunk import CHUNKERS
 from codewhere.config import Settings
 from codewhere.errors import CodewhereError, NotIndexedError, QueryError
-from codewhere.eval_report import html_report
-from codewhere.evaluate import load_query_file, result_csv, result_data
 from codewhere.graph import CONFIDENCE
 from codewhere.indexer import Progress as ProgressFn
 from codewhere.progress import ConsoleLogHandler, model_build_steps, reporter
@@ -333,6 +331,9 @@ def _cmd_status(args: argparse.Namespace) -> Answer:
 
 
 def _cmd_eval(args: argparse.Namespace) -> Answer:
+    from codewhere.eval_report import html_report  # a search need not import what scores one
+    from codewhere.evaluate import load_query_file, result_csv, result_data
+
     query_file = load_query_file(Path(args.queries))
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if args.ablation:

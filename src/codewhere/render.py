@@ -5,19 +5,21 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from codewhere.evaluate import EvalResult
 from codewhere.gitinfo import GitState
 from codewhere.graph import PRECISE, Reference
 from codewhere.indexer import IndexReport
 from codewhere.precise import HIDDEN_META
 from codewhere.store import StoreStats
 from codewhere.types import Hit, SymbolRow
+
+if TYPE_CHECKING:
+    from codewhere.evaluate import EvalResult
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
