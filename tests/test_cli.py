@@ -246,3 +246,19 @@ def test_cache_inside_the_searched_folder(tmp_path: Path, cli, monkeypatch) -> N
     assert result.code == 0 and result.json()["hits"][0]["path"] == "project/app.py"
     monkeypatch.setenv("CODEWHERE_CACHE_DIR", str(home / "project" / "idx"))
     assert_one_line_error(cli("search", "x", str(home)), "cache dir", "CODEWHERE_CACHE_DIR")
+
+
+def test_a_search_of_an_unchanged_index_imports_neither_ignore_matching_nor_evaluation(sample_repo: Path, cli) -> None:
+    assert cli("index", str(sample_repo)).code == 0
+    (sample_repo / ".gitignore").write_text("build/\n")  # rules a walk would read: a quick check reads none
+    assert cli("index", str(sample_repo)).code == 0
+    code = (
+        "import sys\nfrom codewhere.cli import main\n"
+        f"sys.argv = ['codewhere', 'search', 'charge credit card', {str(sample_repo)!r}, '-k', '3']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "loaded = [m for m in ('pathspec', 'codewhere.evaluate', 'codewhere.eval_report', 'codewhere.defs') if m in sys.modules]\n"
+        "print('loaded:', ','.join(loaded) or 'none', file=sys.stderr)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), timeout=120)
+    assert "loaded: none" in result.stderr, result.stderr
+    assert "cart.py" in result.stdout
