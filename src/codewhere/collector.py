@@ -3,8 +3,8 @@
 A build allocates millions of short-lived tuples, lists and rows and makes almost no reference
 cycles, yet at CPython's default (a collection every 700 new container objects) the collector ran
 150-360 times a build of a mid-sized repository and took 3-5 % of it (zod: 137 ms of 3.7 s).
-Collecting every 20,000 allocations cuts that to about a quarter; the garbage it may leave
-waiting is a few thousand objects.
+Collecting every 20,000 cut its time to a fifth or less (BENCHMARKS.md §4, stop 49); what waits
+for a collection is then up to 20,000 young objects instead of 700.
 """
 
 from __future__ import annotations
