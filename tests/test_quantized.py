@@ -69,3 +69,7 @@ def test_the_blocked_shortlist_keeps_the_rows_of_the_histogram(stored_by_row: bo
             assert np.array_equal(got, _shortlist_by_histogram(words, query, size, alive)), (trial, size)
             assert alive[got].all() and len(got) >= min(size, int(alive.sum()))
     assert len(quantized.shortlist(words, query, 10, np.zeros(5_321, bool))) == 0
+
+
+def test_no_vectors_have_no_distances() -> None:
+    assert len(quantized.hamming_distances(np.empty((4, 0), np.uint64), np.zeros(4, np.uint64))) == 0
