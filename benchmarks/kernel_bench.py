@@ -118,40 +118,21 @@ class TreeMemory:
 def cold_index(tree: Path, db: Path, workers: int | None, env: dict[str, str]) -> dict[str, object]:
     for leftover in db.parent.glob(db.name + "*"):
         leftover.unlink()
-    command = [sys.executable, "-m", "codewhere", "-v", "index", str(tree), "--index", str(db), "--json"]
+    command = [sys.executable, "-m", "codewhere", "index", str(tree), "--index", str(db), "--json"]
     if workers:
         command += ["--workers", str(workers)]
     started = time.monotonic()
-    phases: dict[str, float] = {}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     memory = TreeMemory(process.pid)
-
-    def read_phases() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            prefix, _, word = line.strip().partition(": ")  # the phase lines of `-v`: "codewhere: edges"
-            if prefix == "codewhere" and word in ("scan", "chunk", "edges", "vectors") and word not in phases:
-                phases[word] = time.monotonic() - started
-
-    reader = threading.Thread(target=read_phases, daemon=True)
-    reader.start()
     out, _ = process.communicate()
-    reader.join()
     memory.stop()
     seconds = time.monotonic() - started
     if process.returncode != 0:
         raise SystemExit(f"codewhere index failed ({process.returncode})")
     report = json.loads(out)
-    files_end = phases.get("edges", seconds)
-    edges_end = phases.get("vectors", seconds)
     return {
         "seconds": round(seconds, 1),
-        "phases": {
-            "scan": round(phases.get("chunk", 0.0), 1),
-            "files": round(files_end - phases.get("chunk", 0.0), 1),
-            "edges": round(edges_end - files_end, 1),
-            "vectors": round(seconds - edges_end, 1),
-        },
+        "phases": {phase: round(took, 1) for phase, took in report["phases"].items()},  # as the indexer timed them
         "peak_rss_mb": round(memory.peak / 2**20),
         "peak_rss_indexer_mb": round(memory.peak_parent / 2**20),
         "files": report["files_kept"],

@@ -262,3 +262,14 @@ def test_a_search_of_an_unchanged_index_imports_neither_ignore_matching_nor_eval
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), timeout=120)
     assert "loaded: none" in result.stderr, result.stderr
     assert "cart.py" in result.stdout
+
+
+def test_index_json_gives_each_phase_its_seconds_in_order(sample_repo: Path, cli) -> None:
+    first = cli("index", str(sample_repo), "--json")
+    assert first.code == 0, first.err
+    report = first.json()
+    assert list(report["phases"]) == ["scan", "files", "edges", "vectors"]
+    assert all(seconds >= 0 for seconds in report["phases"].values())
+    assert abs(sum(report["phases"].values()) - report["seconds"]) < 0.01  # the phases tile the run
+    again = cli("index", str(sample_repo), "--json").json()
+    assert list(again["phases"]) == ["scan"]  # nothing read, resolved or embedded

@@ -84,6 +84,18 @@ class IndexReport:
     seconds: float = 0.0
     precise: list[str] = field(default_factory=list)  # what the precise passes (SCIP, jedi) did, one line each
     precise_problems: list[str] = field(default_factory=list)  # SCIP documents left out, and why
+    phase_seconds: dict[str, float] = field(default_factory=dict, compare=False)  # scan, files, edges, vectors: each until the next began
+    began: dict[str, float] = field(default_factory=dict, repr=False, compare=False)  # phase → perf_counter() when it began
+
+    def begin(self, phase: str) -> None:
+        """Note that `phase` began (once a run; the file pass's marker repeats every PHASE_FILES files)."""
+        self.began.setdefault(phase, time.perf_counter())
+
+    def end(self, now: float) -> None:
+        """Each phase's seconds, from its start to the next one's (the last one's to `now`)."""
+        starts = sorted(self.began.items(), key=lambda item: item[1])
+        ends = [at for _, at in starts[1:]] + [now]
+        self.phase_seconds = {phase: round(end - at, 4) for (phase, at), end in zip(starts, ends, strict=True)}
 
     @property
     def changed(self) -> bool:
@@ -216,6 +228,7 @@ def _refresh(
     started = time.perf_counter()
     phases.info("scan")
     report = IndexReport()
+    report.begin("scan")
     version = chunker_version(chunker)
     before = store.meta()  # read once; only this run writes meta from here on (the caller holds the lock)
     scan_key = _scan_key(options)
@@ -228,6 +241,7 @@ def _refresh(
         if found == [] and not check.pending:
             _count_unchanged(report, known)
             report.seconds = time.perf_counter() - started
+            report.end(started + report.seconds)
             return report
         paths = found
     if paths is not None and (before.get("chunker_version") != version or before.get("scan_options") != scan_key
@@ -244,6 +258,7 @@ def _refresh(
         _file_pass(root, store, report, progress, chunker, options, before, embedder, None, shared, workers)
     store.expect_files(0)  # nothing more comes: what the store held for a move it may drop
     report.seconds = time.perf_counter() - started
+    report.end(started + report.seconds)
     return report
 
 
@@ -361,6 +376,7 @@ def _file_pass(
     meta = store.meta()
     if report.changed or meta.get("root") != str(root) or meta.get(EDGES_RESOLVED) != "1":
         phases.info("edges")
+        report.begin("edges")
         if progress:
             progress(Step("edges", 0, None))
         # only the edges this run can have moved, when every edge was resolved before it
@@ -387,6 +403,7 @@ def _file_pass(
             after = min(starts) - 1 if starts else None
             orphans = batch.old_hashes
         if after is not None:
+            report.begin("vectors")
             written, report.vectors_reused = fill_vectors(store, embedder, progress, after, orphans, shared)
             report.vectors_written += written
         else:
@@ -481,6 +498,7 @@ def _apply(job: Job, outcome: Outcome, batch: _Batch, report: IndexReport) -> No
         return
     if report.bytes_read == 0 or (report.files_added + report.files_changed) % PHASE_FILES == 0:
         phases.info("chunk")
+        report.begin("files")
     report.bytes_read += outcome.size
     report.files_kept += 1
     if isinstance(outcome, SameContent):

@@ -138,6 +138,7 @@ class ReportOut(TypedDict):
     truncated_at: int | None  # that limit; None for a model without one
     chunks: int  # in the index afterwards
     seconds: float
+    phases: dict[str, float]  # seconds of each phase the run went through (scan, files, edges, vectors), in order
     precise: list[str]  # what the precise graph passes did (SCIP merge, jedi), one line each
     precise_problems: list[str]  # SCIP documents left out (stale, not indexed), one line each
 
@@ -147,7 +148,7 @@ def report(r: IndexReport, stats: StoreStats) -> ReportOut:
                      files_unchanged=r.files_unchanged, files_removed=r.files_removed,
                      skipped=dict(sorted(r.skipped.items())), bytes_read=r.bytes_read, chunks_written=r.chunks_written,
                      vectors_written=r.vectors_written, vectors_reused=r.vectors_reused, texts_truncated=r.texts_truncated, truncated_at=r.truncated_at,
-                     chunks=stats.chunks, seconds=round(r.seconds, 4), precise=r.precise, precise_problems=r.precise_problems)
+                     chunks=stats.chunks, seconds=round(r.seconds, 4), phases=r.phase_seconds, precise=r.precise, precise_problems=r.precise_problems)
 
 
 class GitOut(TypedDict):
