@@ -84,18 +84,19 @@ class IndexReport:
     seconds: float = 0.0
     precise: list[str] = field(default_factory=list)  # what the precise passes (SCIP, jedi) did, one line each
     precise_problems: list[str] = field(default_factory=list)  # SCIP documents left out, and why
-    phase_seconds: dict[str, float] = field(default_factory=dict, compare=False)  # scan, files, edges, vectors: each until the next began
     began: dict[str, float] = field(default_factory=dict, repr=False, compare=False)  # phase → perf_counter() when it began
 
     def begin(self, phase: str) -> None:
         """Note that `phase` began (once a run; the file pass's marker repeats every PHASE_FILES files)."""
         self.began.setdefault(phase, time.perf_counter())
 
-    def end(self, now: float) -> None:
-        """Each phase's seconds, from its start to the next one's (the last one's to `now`)."""
+    @property
+    def phase_seconds(self) -> dict[str, float]:
+        """Each phase the run went through (scan, files, edges, vectors), in order, with its seconds
+        from its start to the next one's: together the run's `seconds`."""
         starts = sorted(self.began.items(), key=lambda item: item[1])
-        ends = [at for _, at in starts[1:]] + [now]
-        self.phase_seconds = {phase: round(end - at, 4) for (phase, at), end in zip(starts, ends, strict=True)}
+        ends = [at for _, at in starts[1:]] + ([starts[0][1] + self.seconds] if starts else [])
+        return {phase: round(end - at, 4) for (phase, at), end in zip(starts, ends, strict=True)}
 
     @property
     def changed(self) -> bool:
@@ -241,7 +242,6 @@ def _refresh(
         if found == [] and not check.pending:
             _count_unchanged(report, known)
             report.seconds = time.perf_counter() - started
-            report.end(started + report.seconds)
             return report
         paths = found
     if paths is not None and (before.get("chunker_version") != version or before.get("scan_options") != scan_key
@@ -258,7 +258,6 @@ def _refresh(
         _file_pass(root, store, report, progress, chunker, options, before, embedder, None, shared, workers)
     store.expect_files(0)  # nothing more comes: what the store held for a move it may drop
     report.seconds = time.perf_counter() - started
-    report.end(started + report.seconds)
     return report
 
 
