@@ -21,14 +21,20 @@ _builds = 0  # builds running in this process (an MCP server refreshes several i
 _before: tuple[int, int, int] = gc.get_threshold()
 
 
+def _raised() -> tuple[int, int, int]:
+    """Collect at BUILD_THRESHOLD at the most often; returns the thresholds as they were."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], BUILD_THRESHOLD), *before[1:])
+    return before
+
+
 @contextmanager
 def rarely() -> Iterator[None]:
     """The collector at BUILD_THRESHOLD for the duration, then as it was once no build runs."""
     global _builds, _before
     with _lock:
         if _builds == 0:
-            _before = gc.get_threshold()
-            gc.set_threshold(max(_before[0], BUILD_THRESHOLD), *_before[1:])
+            _before = _raised()
         _builds += 1
     try:
         yield
@@ -41,5 +47,4 @@ def rarely() -> Iterator[None]:
 
 def rarely_from_now() -> None:
     """For a worker process, which does nothing but build."""
-    first, *older = gc.get_threshold()
-    gc.set_threshold(max(first, BUILD_THRESHOLD), *older)
+    _raised()
