@@ -57,7 +57,7 @@ def tree_lines(roots: list[Path]) -> list[str]:
     for root in roots:
         for item in scan(root):
             if isinstance(item, FileRecord):
-                source = read_source(root / item.path)
+                source = read_source(root, item.path)
                 if isinstance(source, tuple):
                     lines += source[1].split("\n")
     return lines

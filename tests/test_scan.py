@@ -89,14 +89,14 @@ def test_media_files_are_assets_even_without_nul_bytes(tmp_path: Path) -> None:
 
 def test_nul_byte_in_first_512_bytes_means_binary(tmp_path: Path) -> None:
     write_tree(tmp_path, {"blob.dat": b"abc\0def", "late.txt": b"a" * 600 + b"\0"})
-    assert read_source(tmp_path / "blob.dat") is SkipReason.BINARY
-    source = read_source(tmp_path / "late.txt")
+    assert read_source(tmp_path, "blob.dat") is SkipReason.BINARY
+    source = read_source(tmp_path, "late.txt")
     assert isinstance(source, tuple)
 
 
 def test_invalid_utf8_is_decoded_with_replacement(tmp_path: Path) -> None:
     (tmp_path / "latin.py").write_bytes(b"name = 'caf\xe9'\n")
-    data, text = read_source(tmp_path / "latin.py")  # type: ignore[misc]
+    data, text = read_source(tmp_path, "latin.py")  # type: ignore[misc]
     assert text == "name = 'caf\ufffd'\n"
     assert data == b"name = 'caf\xe9'\n"
 
@@ -137,7 +137,7 @@ def test_unreadable_folder_is_counted_not_fatal(tmp_path: Path) -> None:
 
 
 def test_unreadable_file_is_a_skip(tmp_path: Path) -> None:
-    assert read_source(tmp_path / "gone.py") is SkipReason.UNREADABLE
+    assert read_source(tmp_path, "gone.py") is SkipReason.UNREADABLE
 
 
 def test_fifo_is_not_a_regular_file(tmp_path: Path) -> None:
@@ -256,8 +256,8 @@ def test_minified_files_are_skipped_by_name_and_by_content(tmp_path: Path) -> No
     write_tree(tmp_path, {"app.min.js": "x", "app.js.map": "{}", "bundle.js": long_line, "ok.js": "let a = 1;\n"})
     kept, skipped = outcome(tmp_path)
     assert skipped == {"app.min.js": SkipReason.MINIFIED, "app.js.map": SkipReason.MINIFIED}
-    assert read_source(tmp_path / "bundle.js", include_minified=False) is SkipReason.MINIFIED
-    assert read_source(tmp_path / "ok.js", include_minified=False) != SkipReason.MINIFIED
+    assert read_source(tmp_path, "bundle.js", include_minified=False) is SkipReason.MINIFIED
+    assert read_source(tmp_path, "ok.js", include_minified=False) != SkipReason.MINIFIED
     kept, skipped = outcome(tmp_path, ScanOptions(include_minified=True))
     assert kept == {"app.min.js", "app.js.map", "bundle.js", "ok.js"}
 
@@ -267,7 +267,7 @@ def test_a_utf16_file_with_a_bom_is_decoded_not_skipped_as_binary(tmp_path: Path
     (tmp_path / "le.py").write_bytes(text.encode("utf-16"))  # BOM + little-endian
     (tmp_path / "be.py").write_bytes(b"\xfe\xff" + text.encode("utf-16-be"))
     for name in ("le.py", "be.py"):
-        source = read_source(tmp_path / name)
+        source = read_source(tmp_path, name)
         assert not isinstance(source, SkipReason)
         assert source[1] == text
 

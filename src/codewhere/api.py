@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
-from codewhere import freshness, gitinfo, graph, indexer
+from codewhere import confined, freshness, gitinfo, graph, indexer
 from codewhere.chunk import CHUNKERS
 from codewhere.config import Settings
 from codewhere.embed import Embedder, cross_encoder
@@ -489,7 +489,7 @@ class Index:
             total = 0
             for path in paths:
                 try:
-                    text = (self.root / path).read_text(encoding="utf-8", errors="replace")
+                    text = confined.read_text(self.root, path)
                 except OSError:
                     continue
                 total += sum(1 for line in text.lower().split("\n") if needle in line)
@@ -531,8 +531,10 @@ class Index:
         """(path relative to the root, text) of an indexed file, decoded as the indexer decodes it
         (UTF-8, invalid bytes replaced); anything else is refused, whatever the path says."""
         rel = self.indexed_file(path)
-        try:
-            return rel, (self.root / rel).read_text(encoding="utf-8", errors="replace")
+        try:  # opened without following a link and checked once open: a file swapped since stays refused
+            return rel, confined.read_text(self.root, rel)
+        except confined.NotRegularFile as exc:
+            raise PathError(f"{rel} is no longer a regular file under {self.root}", "refresh the index") from exc
         except OSError as exc:
             raise PathError(f"could not read {rel} ({exc.strerror})", "refresh the index if the file was moved or removed") from exc
 

@@ -83,7 +83,7 @@ class Job(NamedTuple):
 
 
 def read_file(root: Path, job: Job, chunker: str, include_minified: bool, embedder: StaticEmbedder | None = None) -> Outcome:
-    source = read_source(root / job.record.path, include_minified)
+    source = read_source(root, job.record.path, include_minified)
     if isinstance(source, SkipReason):
         return Unreadable(source)
     data, text = source

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from codewhere import confined
 from codewhere.gitinfo import repository_root
 from codewhere.languages import (
     ASSET_EXTENSIONS,
@@ -121,7 +122,7 @@ def _load_rules(folder: Path, base: str, names: tuple[str, ...], extra: tuple[Pa
     lines: list[tuple[str, Path, int]] = []
     for path in (*extra, *(folder / name for name in names)):
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = confined.read_path(path).decode("utf-8", errors="replace")  # a pipe here must not block the walk
         except OSError:
             continue
         lines += [(line, path, number) for number, line in enumerate(text.splitlines(), start=1)
@@ -397,11 +398,15 @@ def file_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def read_source(path: Path, include_minified: bool = True) -> tuple[bytes, str] | SkipReason:
-    """The file's bytes and text, or why it can't be indexed. Invalid UTF-8 is replaced, not
-    fatal; a UTF-16 file with its byte-order mark is decoded (its NUL bytes are not binary)."""
+def read_source(root: Path, rel: str, include_minified: bool = True) -> tuple[bytes, str] | SkipReason:
+    """The bytes and text of `rel` under `root`, or why it can't be indexed. Read through
+    `confined`: never through a link, never from a pipe or device, even one swapped in since the
+    scan. Invalid UTF-8 is replaced, not fatal; a UTF-16 file with its byte-order mark is decoded
+    (its NUL bytes are not binary)."""
     try:
-        data = path.read_bytes()
+        data = confined.read_bytes(root, rel)
+    except confined.NotRegularFile:
+        return SkipReason.NOT_REGULAR
     except OSError:
         return SkipReason.UNREADABLE
     if data.startswith(_UTF16_BOMS):

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from codewhere import confined
 from codewhere.graph import PreciseAnswer
 from codewhere.precise.sites import PassRun, name_column, sites_by_file
 from codewhere.types import EdgeSite
@@ -47,7 +48,7 @@ def jedi_answers(
         if on_file:
             on_file(n, len(by_file), path)
         try:
-            source = (root / path).read_text(encoding="utf-8", errors="replace")
+            source = confined.read_text(root, path)
             script = jedi.Script(source, path=root / path, project=project)
         except Exception as exc:  # jedi's parser and inference fail in many ways on odd files
             log.warning("jedi could not read %s (%s); its edges keep name resolution", path, exc)

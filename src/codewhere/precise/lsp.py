@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from codewhere import confined
 from codewhere.graph import PreciseAnswer
 from codewhere.precise.sites import PassRun, name_column, sites_by_file
 from codewhere.types import EdgeSite
@@ -167,7 +168,7 @@ async def _ask(
 
         def open_file(path: str) -> str | None:
             try:
-                text = (root / path).read_text(encoding="utf-8", errors="replace")
+                text = confined.read_text(root, path)
             except OSError:
                 return None
             client.text_document_did_open(lsp.DidOpenTextDocumentParams(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from codewhere import confined
 from codewhere.errors import CodewhereError
 from codewhere.graph import PreciseAnswer
 
@@ -144,7 +145,7 @@ def read_scip(path: Path, root: Path, indexed: set[str]) -> ScipReading:
             unusable_symbols.update(o.symbol for o in document.occurrences if o.symbol_roles & ROLE_DEFINITION)
             continue
         try:
-            text = (root / rel).read_text(encoding="utf-8", errors="replace")
+            text = confined.read_text(root, rel)
         except OSError as exc:
             reading.stale[rel] = f"unreadable now ({exc.strerror})"
             unusable_symbols.update(o.symbol for o in document.occurrences if o.symbol_roles & ROLE_DEFINITION)

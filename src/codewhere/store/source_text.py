@@ -22,7 +22,7 @@ class SourceTexts:
 
     def file_text(self, path: str, digest: str | None) -> str | None:
         """The file's text when its bytes still have `digest`; None when it changed or is gone."""
-        source = read_source(self.root / path)
+        source = read_source(self.root, path)
         if isinstance(source, tuple) and digest is not None and file_digest(source[0]) == digest:
             return source[1]
         return None

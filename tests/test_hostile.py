@@ -1,0 +1,143 @@
+"""A hostile but realistic repository (unpacked from an archive, found on a shared volume): nothing
+it brings runs, nothing outside it is read, and no entry of it hangs an index or a server. Every
+test here failed on the code before its fix (issue 53)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from codewhere import confined, gitinfo
+from codewhere.api import Index
+from codewhere.config import Settings
+from codewhere.errors import CodewhereError
+from codewhere.scan import ScanOptions, read_source, scan
+from codewhere.types import FileRecord, SkipReason
+from tests.conftest import run_cli, write_tree
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+                   check=True, capture_output=True)
+
+
+def hostile_git_repository(root: Path, marker: Path) -> Path:
+    """A repository whose own configuration names programs git would run: an fsmonitor hook, a
+    required clean filter and a process filter for every Python file, a post-index-change hook.
+    Each program, if run, creates a file beside `marker`."""
+    write_tree(root, {"app.py": "def serve(request):\n    return request\n", ".gitattributes": "*.py filter=evil\n"})
+    _git(root, "init", "-q")
+    _git(root, "add", ".")
+    _git(root, "commit", "-qm", "init")
+    _git(root, "config", "core.fsmonitor", f"touch {marker}.fsmonitor; false")
+    _git(root, "config", "filter.evil.clean", f"touch {marker}.clean; cat")
+    _git(root, "config", "filter.evil.process", f"touch {marker}.process")
+    _git(root, "config", "filter.evil.required", "true")
+    hook = root / ".git" / "hooks" / "post-index-change"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(f"#!/bin/sh\ntouch {marker}.hook\n")
+    hook.chmod(0o755)
+    return root
+
+
+def _ran(marker: Path) -> list[str]:
+    return sorted(p.name for p in marker.parent.glob(marker.name + ".*"))
+
+
+@needs_git
+def test_the_fixture_is_hostile_to_plain_git(tmp_path: Path) -> None:
+    """The fixture holds what it says: plain `git status` runs its programs."""
+    marker = tmp_path / "ran"
+    root = hostile_git_repository(tmp_path / "repo", marker)
+    (root / "app.py").touch()
+    subprocess.run(["git", "-C", str(root), "status", "--porcelain"], capture_output=True, check=False)
+    assert _ran(marker), "plain git ran none of the fixture's programs: the fixture proves nothing"
+
+
+@needs_git
+def test_a_repositorys_git_configuration_runs_nothing(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    root = hostile_git_repository(tmp_path / "repo", marker)
+    (root / "app.py").touch()  # a stale stat makes git read (and filter) the file
+    state = gitinfo.state(root, dirty=True)
+    assert state is not None and state.dirty is False and state.commit
+    assert run_cli("index", str(root)).code == 0
+    (root / "app.py").write_text("def serve(request):\n    return None\n")
+    status = run_cli("status", str(root), "--json")
+    assert status.code == 0, status.err
+    assert status.json()["git"]["dirty"] is True  # still told, without the programs
+    assert run_cli("search", "serve request", str(root)).code == 0
+    assert _ran(marker) == []
+
+
+# ---- no file outside the root is read -----------------------------------------------------------
+
+
+def test_a_link_anywhere_in_the_path_is_refused_by_the_confined_reader(tmp_path: Path) -> None:
+    outside = write_tree(tmp_path / "outside", {"secret.txt": "the password\n"})
+    root = write_tree(tmp_path / "root", {"pkg/mod.py": "x = 1\n"})
+    assert confined.read_bytes(root, "pkg/mod.py") == b"x = 1\n"
+    (root / "pkg" / "mod.py").unlink()
+    (root / "pkg" / "mod.py").symlink_to(outside / "secret.txt")
+    with pytest.raises(confined.NotRegularFile):
+        confined.read_bytes(root, "pkg/mod.py")
+    shutil.rmtree(root / "pkg")
+    (root / "pkg").symlink_to(outside)  # a folder on the way swapped for a link
+    (outside / "mod.py").write_text("the password\n")
+    with pytest.raises(confined.NotRegularFile):
+        confined.read_bytes(root, "pkg/mod.py")
+    with pytest.raises(confined.NotRegularFile):
+        confined.read_bytes(root, "../outside/secret.txt")
+
+
+def test_a_file_swapped_for_a_link_after_indexing_is_never_served(tmp_path: Path) -> None:
+    outside = write_tree(tmp_path / "outside", {"secret.py": "PASSWORD = 'hunter2'\n"})
+    root = write_tree(tmp_path / "root", {"app.py": "def serve():\n    return 1\n"})
+    with Index.open(root, settings=Settings.from_env()) as index:
+        index.refresh()
+        assert "def serve" in index.read_file("app.py")[1]
+        (root / "app.py").unlink()
+        (root / "app.py").symlink_to(outside / "secret.py")
+        with pytest.raises(CodewhereError) as refused:
+            index.read_file("app.py")
+        assert "hunter2" not in str(refused.value.message) + str(refused.value.hint)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_named_pipe_is_refused_without_blocking(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "root", {"app.py": "def serve():\n    return 1\n"})
+    os.mkfifo(root / "pipe.py")
+    os.mkfifo(root / ".gitignore")  # read by the walk itself
+    done: list[object] = []
+    worker = threading.Thread(target=lambda: done.append((read_source(root, "pipe.py"),
+                                                          [r for r in scan(root, ScanOptions(gitignore="always"))])),
+                              daemon=True)
+    worker.start()
+    worker.join(10)
+    assert done, "reading a named pipe blocked"
+    source, found = done[0]  # type: ignore[misc]
+    assert source is SkipReason.NOT_REGULAR
+    assert [r.path for r in found if isinstance(r, FileRecord)] == ["app.py"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_file_swapped_for_a_named_pipe_does_not_wedge_the_index(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "root", {"app.py": "def serve():\n    return 1\n", "other.py": "def other():\n    pass\n"})
+    with Index.open(root, settings=Settings.from_env()) as index:
+        index.refresh()
+        (root / "app.py").unlink()
+        os.mkfifo(root / "app.py")
+        started = time.monotonic()
+        with pytest.raises(CodewhereError):
+            index.read_file("app.py")
+        index.refresh()
+        assert time.monotonic() - started < 10
+        assert [h.path for h in index.search("other", k=3)][:1] == ["other.py"]
