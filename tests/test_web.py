@@ -36,8 +36,16 @@ class Served:
     def base(self) -> str:
         return self.address.split("?", 1)[0].rstrip("/")
 
-    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, str, dict[str, str]]:
-        request = urllib.request.Request(self.base + path, headers=headers or {})
+    @property
+    def token(self) -> str:
+        return self.address.split("?token=", 1)[1] if "?token=" in self.address else ""
+
+    def get(self, path: str, headers: dict[str, str] | None = None, with_token: bool = True) -> tuple[int, str, dict[str, str]]:
+        """GET `path`, carrying the printed token in its cookie unless `with_token` is False."""
+        headers = dict(headers or {})
+        if with_token and self.token:
+            headers.setdefault("Cookie", f"codewhere_token={self.token}")
+        request = urllib.request.Request(self.base + path, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 return response.status, response.read().decode(), dict(response.headers)
@@ -186,16 +194,35 @@ def test_another_address_needs_the_token_then_keeps_it_in_a_cookie(tmp_path: Pat
     try:
         assert "?token=" in running.address
         token = running.address.split("?token=", 1)[1]
-        status, page, _ = running.get("/?q=cart")
+        status, page, _ = running.get("/?q=cart", with_token=False)
         assert status == 401 and "token" in page
-        status, _, _ = running.get("/?q=cart&token=wrong")
+        status, _, _ = running.get("/?q=cart&token=wrong", with_token=False)
         assert status == 401
-        status, _, headers = running.get(f"/?q=cart&token={token}")
+        status, _, headers = running.get(f"/?q=cart&token={token}", with_token=False)
         assert status == 200 and "codewhere_token=" in headers.get("set-cookie", "")
         status, _, _ = running.get("/status", headers={"Cookie": f"codewhere_token={token}"})
         assert status == 200
     finally:
         stop(running)
+
+
+def test_loopback_needs_the_token_too_unless_turned_off(tmp_path: Path, served: Served) -> None:
+    """Another account on the same machine reaches 127.0.0.1 as well (issue 53, item 3)."""
+    assert served.token, served.address
+    status, page, _ = served.get("/file?path=src/shop/cart.py", with_token=False)
+    assert status == 401 and "class" not in page
+    status, _, _ = served.get("/api/search?q=cart", with_token=False)
+    assert status == 401
+    root = write_tree(tmp_path / "repo", {"a.py": "def cart():\n    pass\n"})
+    running = start(root, tmp_path / "cache", "--no-token")
+    try:
+        assert "?token=" not in running.address
+        assert running.get("/?q=cart")[0] == 200
+    finally:
+        stop(running)
+    refused = subprocess.run([sys.executable, "-m", "codewhere", "serve", str(root), "--no-token", "--host", "0.0.0.0", "--port", "0"],
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "--no-token" in refused.stderr
 
 
 def test_a_taken_port_is_one_line_before_any_indexing(tmp_path: Path, served: Served) -> None:

@@ -202,9 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="a local web page: search, files, symbols with their call graph, status")
     p.add_argument("paths", nargs="*", default=None, help="folders to serve (default: the enclosing git repository, else .)")
     p.add_argument("--host", default="127.0.0.1",
-                   help="address to listen on (default 127.0.0.1; any other needs a token, made if not given)")
+                   help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 takes any free one)")
-    p.add_argument("--token", default=None, help="a secret every request must carry (?token=, then a cookie)")
+    p.add_argument("--token", default=None,
+                   help="a secret every request must carry (?token=, then a cookie); one is made when not given")
+    p.add_argument("--no-token", action="store_true",
+                   help="on loopback only: serve without a token (a machine no other account can reach)")
     p.add_argument("--editor", default=None, metavar="URL",
                    help="the 'open in editor' link, with {path} and {line} (default: vscode://file/{path}:{line}; '' hides it)")
     p.add_argument("--eval", dest="eval_queries", metavar="QUERIES", default=None,
@@ -442,7 +445,9 @@ def _cmd_model(args: argparse.Namespace) -> Answer:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from codewhere.web.app import DEFAULT_EDITOR, listen, serve, warm_workspace
+    import secrets
+
+    from codewhere.web.app import DEFAULT_EDITOR, LOOPBACK_HOSTS, listen, serve, warm_workspace
 
     def ready(address: str) -> None:
         print(address, flush=True)  # the one stdout line: scripts and tests read where to go
@@ -452,12 +457,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     queries = Path(args.eval_queries) if args.eval_queries else None
     if queries is not None and not queries.is_file():
         raise QueryError(f"--eval {queries} is not a file", "pass a query file (the study's JSON or a semble annotation file)")
+    if args.no_token and args.host not in LOOPBACK_HOSTS:
+        raise QueryError(f"--no-token is for loopback only, not --host {args.host}", "drop --no-token, or serve on 127.0.0.1")
     sock = listen(args.host, args.port)  # a taken port is said before any indexing
     with _progress(args) as progress:
         workspace = warm_workspace(roots, progress)
     if not args.no_watch:
         workspace.watch(poll=args.poll)
-    serve(sock, workspace, args.token, DEFAULT_EDITOR if args.editor is None else args.editor, queries, ready)
+    serve(sock, workspace, None if args.no_token else (args.token or secrets.token_urlsafe(24)), DEFAULT_EDITOR if args.editor is None else args.editor, queries, ready)
     return EXIT_HITS
 
 

@@ -52,6 +52,7 @@ from codewhere.workspace import Workspace
 log = logging.getLogger(__name__)
 
 TOKEN_COOKIE = "codewhere_token"
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 DEFAULT_EDITOR = "vscode://file/{path}:{line}"  # {path} absolute, {line} 1-based
 MAX_K = 100
 MAX_SNIPPET_LINES = 12
@@ -394,12 +395,14 @@ def warm_workspace(roots: list[Path], progress: Progress | None = None) -> Works
 
 def serve(sock: socket.socket, workspace: Workspace, token: str | None = None, editor: str = DEFAULT_EDITOR,
           eval_queries: Path | None = None, ready: Callable[[str], None] | None = None) -> None:
-    """Serve the page on `sock` until interrupted. Any address but loopback needs a token (one is
-    made when none is given); `ready` is told the address to open."""
+    """Serve the page on `sock` until interrupted; `ready` is told the address to open. Every
+    request needs `token` when one is given; any address but loopback always needs one (made when
+    none is given). The CLI gives one on loopback too: another account on the same machine can
+    reach 127.0.0.1 (`--no-token` serves without, for a machine no one else uses)."""
     import uvicorn
 
     host, port = sock.getsockname()[:2]
-    loopback = host in ("127.0.0.1", "::1")
+    loopback = host in LOOPBACK_HOSTS
     if not loopback and not token:
         token = secrets.token_urlsafe(24)
     hosts = ("127.0.0.1", "localhost", "[::1]", "::1") if loopback else ("*",)
