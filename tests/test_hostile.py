@@ -141,3 +141,82 @@ def test_a_file_swapped_for_a_named_pipe_does_not_wedge_the_index(tmp_path: Path
         index.refresh()
         assert time.monotonic() - started < 10
         assert [h.path for h in index.search("other", k=3)][:1] == ["other.py"]
+
+
+# ---- a name that is not UTF-8, a link out of the tree, a crashed git ---------------------------
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_and_the_rest_indexed(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "root", {"good.py": "def good_function():\n    return 2\n"})
+    os.makedirs(os.fsencode(root) + b"/dir\xfe")
+    for name in (b"/caf\xff.py", b"/dir\xfe/inner.py"):
+        with open(os.fsencode(root) + name, "wb") as file:
+            file.write(b"def latin():\n    return 1\n")
+    indexed = run_cli("index", str(root), "--json")
+    assert indexed.code == 0, indexed.err
+    assert indexed.json()["skipped"].get("name-not-utf8") == 2
+    found = run_cli("search", "good_function", str(root))
+    assert found.code == 0 and "good.py:1-2" in found.out
+
+
+def _served_answer_sees_an_edit(root: Path) -> None:
+    """Through a served workspace with its watcher: a new file is found by the next answer."""
+    from codewhere.workspace import Workspace
+
+    workspace = Workspace([root])
+    try:
+        workspace.watch()
+        index = workspace.open(workspace.roots[0])
+        assert [h.path for h in index.search("good_function", k=1)] == ["good.py"]
+        (root / "added.py").write_text("def added_after_the_start():\n    pass\n")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            index = workspace.open(workspace.roots[0])
+            if any(h.path == "added.py" for h in index.search("added_after_the_start", k=3, mode="keyword")):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"the new file was never found; watcher: {workspace.watch_state(workspace.roots[0])}")
+    finally:
+        workspace.close()
+
+
+def test_a_served_tree_with_a_name_that_is_not_utf8_still_sees_edits(tmp_path: Path) -> None:
+    root = write_tree(tmp_path / "root", {"good.py": "def good_function():\n    return 2\n"})
+    with open(os.fsencode(root) + b"/caf\xff.py", "wb") as file:
+        file.write(b"x = 1\n")
+    _served_answer_sees_an_edit(root)
+
+
+def test_a_link_to_the_machines_root_does_not_silence_the_watch(tmp_path: Path) -> None:
+    from codewhere.watch import link_leaving
+
+    root = write_tree(tmp_path / "root", {"good.py": "def good_function():\n    return 2\n", "sub/x.py": "y = 2\n"})
+    (root / "sub" / "inside").symlink_to(root / "good.py")
+    (root / "sub" / "up").symlink_to(root)  # inside the tree: the scanner and the watcher see it as a loop
+    assert link_leaving(root) is None
+    (root / "sub" / "everything").symlink_to("/")
+    assert link_leaving(root) == "sub/everything"
+    _served_answer_sees_an_edit(root)
+
+
+@needs_git
+def test_a_stale_git_lock_holds_no_edit_back(tmp_path: Path) -> None:
+    from codewhere.watch import GIT_LOCK_STALE_SECONDS, Watcher
+
+    root = write_tree(tmp_path / "root", {"good.py": "def good_function():\n    return 2\n"})
+    _git(root, "init", "-q")
+    lock = root / ".git" / "index.lock"
+    lock.write_text("")
+    old = time.time() - GIT_LOCK_STALE_SECONDS - 5
+    os.utime(lock, (old, old))  # left by a git that crashed a while ago
+    watcher = Watcher(root, lambda: Index.open(root, settings=Settings.from_env())).start()
+    try:
+        assert watcher.wait_ready(timeout=60), watcher.status
+        applied = watcher.status.applied
+        (root / "edit.py").write_text("def edited():\n    pass\n")
+        assert watcher.wait_applied(applied + 1, timeout=15), "an edit waited on a crashed git's lock"
+        lock.touch()  # a git running now is still waited for
+        (root / "edit2.py").write_text("def edited_again():\n    pass\n")
+        assert not watcher.wait_applied(applied + 2, timeout=1.5)
+    finally:
+        watcher.stop()

@@ -257,6 +257,9 @@ def _walk(
         subfolders: list[_Folder] = []
         for entry in entries:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            if not _utf8(entry.name):
+                yield Skip(shown_path(rel), SkipReason.NAME_NOT_UTF8)
+                continue
             try:
                 if entry.is_symlink():
                     yield Skip(rel, _classify_symlink(entry, root_real, folder))
@@ -294,6 +297,9 @@ def scan_paths(
     for rel in sorted(wanted):
         if any(ancestor in wanted for ancestor in _ancestors(rel)):
             continue  # its folder is walked whole
+        if not _utf8(rel):
+            yield Skip(shown_path(rel), SkipReason.NAME_NOT_UTF8)
+            continue
         parent = _entered(root_real, rel.rpartition("/")[0], folders, options)
         if parent is None:
             continue
@@ -316,6 +322,21 @@ def scan_paths(
             yield _check_file(_StatEntry(name, info), rel, parent.rules, options)
         else:
             yield Skip(rel, SkipReason.NOT_REGULAR)
+
+
+def _utf8(name: str) -> bool:
+    """Whether a name the file system gave is UTF-8: Python hands other bytes over as lone
+    surrogates, which no UTF-8 consumer (SQLite, JSON, a terminal) accepts."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown_path(rel: str) -> str:
+    """A path printable everywhere: bytes that are not UTF-8 as `\\xff` escapes."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _ancestors(rel: str) -> Iterator[str]:

@@ -31,6 +31,7 @@ QUIET_MS = 50  # changes are applied once the tree has been quiet this long...
 MOST_MS = 1_600  # ...or after this long of continuous changes
 WAKE_MS = 100  # with no events, the thread still wakes this often (git's lock, stop requests)
 GIT_WAIT_SECONDS = 120.0  # a git operation still holding its lock after this long is not waited for
+GIT_LOCK_STALE_SECONDS = 10.0  # a git lock untouched this long is most likely a crashed git's
 RETRY_SECONDS = 1.0  # another process holding the index: try the changes again after this
 
 STARTING, CATCHING_UP, WATCHING, REFRESHING, UNAVAILABLE, STOPPED = (
@@ -75,6 +76,7 @@ class Watcher:
         self._ignored: set[str] = set()  # the index's own files, when they lie inside the root
         self._progress_listeners: list[Progress] = []
         self._git_dir = gitinfo.git_dir(self.root)
+        self._told_stale_lock = False
 
     # ---- what other threads ask ----------------------------------------------------------
 
@@ -156,6 +158,10 @@ class Watcher:
             self._give_up(f"it is on a network file system ({remote}), where change events do not arrive; "
                           "--poll watches by polling")
             return
+        outside = link_leaving(self.root)
+        if outside is not None:  # the watcher follows links; the scanner never does
+            self._give_up(f"{outside} is a link to a folder outside it, which the watcher would follow")
+            return
         events = watchfiles.watch(
             self.root, watch_filter=None, debounce=MOST_MS, step=QUIET_MS, stop_event=self._stop,
             rust_timeout=WAKE_MS, yield_on_timeout=True, raise_interrupt=False,
@@ -178,7 +184,14 @@ class Watcher:
             self._set(state=WATCHING)
             self._ready.set()
             git_busy_since: float | None = None
-            for changes in events:
+            while True:
+                try:
+                    changes = next(events)
+                except StopIteration:
+                    return
+                except (OSError, RuntimeError) as exc:  # a name it cannot decode, a lost inotify queue
+                    self._give_up(str(exc))
+                    return
                 pending |= self._relevant(changes)
                 if not pending:
                     continue
@@ -233,7 +246,49 @@ class Watcher:
         return kept
 
     def _git_busy(self) -> bool:
-        return self._git_dir is not None and (self._git_dir / "index.lock").exists()
+        """Whether git is mid-operation: its index lock exists and was touched lately. A lock
+        left by a crashed git stays for good; one older than GIT_LOCK_STALE_SECONDS is said once
+        and not waited for (a long checkout then arrives in several refreshes, not one)."""
+        if self._git_dir is None:
+            return False
+        lock = self._git_dir / "index.lock"
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except OSError:
+            return False
+        if age < GIT_LOCK_STALE_SECONDS:
+            return True
+        if not self._told_stale_lock:
+            self._told_stale_lock = True
+            log.warning("%s is %.0f s old, left by a git that did not finish; changes are applied without waiting "
+                        "for it (remove it if no git is running)", lock, age)
+        return False
+
+
+def link_leaving(root: Path) -> str | None:
+    """The first symbolic link under `root` to a folder outside it (a link to `/` would have
+    the watcher set up a watch on every folder of the machine), or None. Built-in folders
+    (`.git`, `node_modules`) are not looked into: their links are theirs."""
+    root_real = os.path.realpath(root)
+    stack = [root_real]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    inside = target == root_real or target.startswith(root_real.rstrip(os.sep) + os.sep)
+                    if os.path.isdir(target) and not inside:
+                        return os.path.relpath(entry.path, root_real)
+                elif entry.is_dir(follow_symlinks=False) and entry.name not in SKIPPED_DIRS:
+                    stack.append(entry.path)
+            except OSError:
+                continue
+    return None
 
 
 def _own_files(index: Index) -> set[str]:
