@@ -220,3 +220,26 @@ def test_a_stale_git_lock_holds_no_edit_back(tmp_path: Path) -> None:
         assert not watcher.wait_applied(applied + 2, timeout=1.5)
     finally:
         watcher.stop()
+
+
+def test_graph_answers_over_mcp_redact_a_signatures_secrets(tmp_path: Path) -> None:
+    import json
+
+    import anyio
+
+    from tests.test_mcp import payload, session_run
+
+    token = "ghp_" + "16C7e42F292c6912E7710c838347Ae178B4a"
+    root = write_tree(tmp_path / "repo", {"auth.py": f'def login(user, password="hunter2", api_token="{token}"):\n'
+                                                     "    return check(user)\n\n\ndef check(user):\n    return user\n"})
+
+    async def body(session) -> None:  # noqa: ANN001
+        answers = [payload(await session.call_tool("outline", {"path": "auth.py"})),
+                   payload(await session.call_tool("symbols", {"query": "login"})),
+                   payload(await session.call_tool("callees", {"name": "login"})),
+                   payload(await session.call_tool("callers", {"name": "check"})),
+                   payload(await session.call_tool("impact", {"name": "check"}))]
+        shown = json.dumps(answers)
+        assert "def login" in shown and token not in shown and "[REDACTED]" in shown
+
+    anyio.run(session_run, root, body)

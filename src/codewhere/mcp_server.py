@@ -56,6 +56,22 @@ def _hit(hit: Hit, lines: int, redact_secrets: bool) -> HitOut:
     return output.hit(hit, redact(snippet) if redact_secrets else snippet)
 
 
+def redacted_signatures(answer: T, redact_secrets: bool) -> T:
+    """`answer` with every `signature` in it redacted as snippets are: a definition's first line
+    (`def login(password="hunter2")`) reaches outline, symbols and graph answers too."""
+    if not redact_secrets:
+        return answer
+
+    def walk(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: (redact(v) if k == "signature" and isinstance(v, str) else walk(v)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    return walk(answer)  # type: ignore[return-value]
+
+
 PROGRESS_EVERY = 200  # files between progress notifications while a first index is built
 
 
@@ -131,7 +147,7 @@ def build_server(workspace: Workspace) -> MCPServer:
         def go(progress: Progress | None) -> SymbolsOut:
             index, rel = workspace.index_for(path)
             with workspace.deadline(index):
-                return output.symbols(index.outline(rel or ""), rel or "")
+                return redacted_signatures(output.symbols(index.outline(rel or ""), rel or ""), workspace.redact_secrets)
         return await call(None, go)
 
     @server.tool()
@@ -140,7 +156,7 @@ def build_server(workspace: Workspace) -> MCPServer:
         def go(progress: Progress | None) -> SymbolsOut:
             index, _ = workspace.index_for(path)
             with workspace.deadline(index):
-                return output.symbols(index.symbols(query, k))
+                return redacted_signatures(output.symbols(index.symbols(query, k)), workspace.redact_secrets)
         return await call(None, go)
 
     def graph_tool(kind: str, name: str, path: str | None, min_confidence: str | None) -> Callable[[Progress | None], GraphOut]:
@@ -148,7 +164,7 @@ def build_server(workspace: Workspace) -> MCPServer:
             index, _ = workspace.index_for(path)
             with workspace.deadline(index):
                 symbol, refs = getattr(index, kind)(name, min_confidence)
-            return output.references(symbol, refs, MAX_REFERENCES)
+            return redacted_signatures(output.references(symbol, refs, MAX_REFERENCES), workspace.redact_secrets)
         return go
 
     @server.tool()
@@ -177,7 +193,7 @@ def build_server(workspace: Workspace) -> MCPServer:
             index, _ = workspace.index_for(path)
             with workspace.deadline(index):
                 symbol, found = index.impact(name, depth, min_confidence)
-            return output.impact(symbol, found, MAX_REFERENCES)
+            return redacted_signatures(output.impact(symbol, found, MAX_REFERENCES), workspace.redact_secrets)
         return await call(None, go)
 
     @server.tool()
