@@ -243,3 +243,19 @@ def test_graph_answers_over_mcp_redact_a_signatures_secrets(tmp_path: Path) -> N
         assert "def login" in shown and token not in shown and "[REDACTED]" in shown
 
     anyio.run(session_run, root, body)
+
+
+@pytest.mark.parametrize(("pattern", "ignored", "kept"), [
+    ("*" * 200 + "z", ["az", "deep/dir/bz"], ["a.py"]),
+    ("a/" + "*" * 50 + "/b.py", ["a/x/b.py", "a/x/y/b.py"], ["c/b.py"]),  # a run between slashes is git's `**`
+    ("*?" * 20 + "q", [], ["a.py"]),  # more wildcards than a matcher can afford: skipped, said once
+])
+def test_an_ignore_line_that_would_backtrack_costs_nothing(tmp_path: Path, pattern: str, ignored: list[str], kept: list[str]) -> None:
+    root = write_tree(tmp_path / "root", {**{p: "x = 1\n" for p in ignored + kept}, ".gitignore": pattern + "\n"})
+    found: list[object] = []
+    worker = threading.Thread(target=lambda: found.extend(scan(root, ScanOptions(gitignore="always"))), daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "the scan was still matching after 10 s"
+    indexed = {r.path for r in found if isinstance(r, FileRecord)}
+    assert indexed == set(kept) | {".gitignore"}

@@ -116,6 +116,31 @@ def _compiled(lines: list[str]) -> pathspec.GitIgnoreSpec | None:
         return None
 
 
+MAX_WILDCARDS = 16  # a pattern with more `*` and `?` than this is skipped: its regex could backtrack for minutes
+_STAR_RUN = re.compile(r"(?<!\\)\*{2,}")
+
+
+def _bounded(line: str, path: Path, number: int) -> str | None:
+    """`line` with each run of stars as git reads it (a run between slashes or at the ends of
+    the pattern matches any folders, `**`; any other run is one `*`), so `'*' * 200 + 'z'` is
+    `*z`; None, with a warning once, when it still holds more than MAX_WILDCARDS wildcards.
+    pathspec compiles each `*` to `[^/]*`, and a long run of them backtracks exponentially on a
+    path that does not match, where git answers at once."""
+    def one_run(match: re.Match[str]) -> str:
+        start, end = match.span()
+        at_boundary = (start == 0 or line[start - 1] == "/") and (end == len(line) or line[end] == "/")
+        return "**" if at_boundary else "*"
+
+    kept = _STAR_RUN.sub(one_run, line)
+    if kept.count("*") + kept.count("?") - kept.count("\\*") - kept.count("\\?") > MAX_WILDCARDS:
+        if (str(path), number) not in _warned:
+            _warned.add((str(path), number))
+            log.warning("%s line %d has more than %d wildcards; skipped it (it could take minutes to match)",
+                        path, number, MAX_WILDCARDS)
+        return None
+    return kept
+
+
 def _load_rules(folder: Path, base: str, names: tuple[str, ...], extra: tuple[Path, ...] = ()) -> _Rules | None:
     """The patterns of `names` in `folder` (and of `extra` files), in order. A line git would
     reject (a lone `!`, as psf/black's test fixtures ship) is skipped with a warning, once."""
@@ -127,6 +152,7 @@ def _load_rules(folder: Path, base: str, names: tuple[str, ...], extra: tuple[Pa
             continue
         lines += [(line, path, number) for number, line in enumerate(text.splitlines(), start=1)
                   if line.strip() and not line.lstrip().startswith("#")]
+    lines = [(kept, path, number) for line, path, number in lines if (kept := _bounded(line, path, number)) is not None]
     if not lines:
         return None
     spec = _compiled([line for line, _, _ in lines])
