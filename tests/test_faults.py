@@ -88,6 +88,8 @@ def test_a_killed_rebuild_leaves_the_old_index(big_indexed: tuple[Path, Path]) -
     first.wait(timeout=30)
     after = run_cli("status", str(root), "--json").json()
     assert (after["files"], after["chunks"]) == (before["files"], before["chunks"])
+    assert run_cli("index", str(root), "--model", str(model)).code == 0  # a plain index clears what it left
+    assert [p.name for p in index_file(root).parent.iterdir() if ".rebuild" in p.name] == []
     again = run_cli("index", str(root), "--rebuild", "--model", str(model), "--json")
     assert again.code == 0 and again.json()["files_added"] == 1500
 
@@ -387,6 +389,25 @@ def test_a_truncated_index_gets_the_hint_that_works(sample_repo: Path, cli, size
     assert broken.code == 2 and "codewhere index --rebuild" in broken.err and "internal error" not in broken.err
     assert cli("index", str(sample_repo), "--rebuild").code == 0
     assert cli("search", "charge_credit_card", str(sample_repo), "-k", "1").code == 0
+
+
+@pytest.mark.parametrize("size", [60, 4096])
+def test_a_truncated_index_of_index_file_gets_a_hint_that_does_not_loop(sample_repo: Path, tmp_path: Path, cli, size: int) -> None:  # noqa: ANN001
+    own = tmp_path / "elsewhere" / "repo.sqlite"
+    own.parent.mkdir()
+    assert cli("index", str(sample_repo), "--index", str(own)).code == 0
+    os.truncate(own, size)
+    for extra in ("-wal", "-shm"):
+        Path(f"{own}{extra}").unlink(missing_ok=True)
+    broken = cli("search", "charge_credit_card", str(sample_repo), "--index", str(own))
+    assert broken.code == 2 and f"--rebuild --index {own}" in broken.err
+    rebuilt = cli("index", str(sample_repo), "--rebuild", "--index", str(own))
+    if size == 60:  # the header's application id is gone: nothing says the file is ours, so it is not deleted
+        assert rebuilt.code == 2 and f"rm {own}" in rebuilt.err and own.exists()
+        own.unlink()
+        rebuilt = cli("index", str(sample_repo), "--index", str(own))
+    assert rebuilt.code == 0, rebuilt.err
+    assert cli("search", "charge_credit_card", str(sample_repo), "--index", str(own), "-k", "1").code == 0
 
 
 # ---- 9. secrets -----------------------------------------------------------------------------------

@@ -152,7 +152,7 @@ def _load_rules(folder: Path, base: str, names: tuple[str, ...], extra: tuple[Pa
             continue
         lines += [(line, path, number) for number, line in enumerate(text.splitlines(), start=1)
                   if line.strip() and not line.lstrip().startswith("#")]
-    lines = [(kept, path, number) for line, path, number in lines if (kept := _bounded(line, path, number)) is not None]
+    lines = [(bounded, path, number) for line, path, number in lines if (bounded := _bounded(line, path, number)) is not None]
     if not lines:
         return None
     spec = _compiled([line for line, _, _ in lines])

@@ -66,9 +66,14 @@ def _open_sqlite(
         return _reading(SqliteStore.open(file, repo, settings.lock_wait_seconds), root)
     except IndexBusyError:
         raise
-    except IndexFileError:
+    except IndexFileError as exc:
         ours = file.is_relative_to(settings.cache_dir.resolve()) or SqliteStore.is_codewhere_index(file)
+        if rebuild and file.exists() and not ours:  # never delete a file that may be the user's
+            raise IndexFileError(f"{file} cannot be opened and does not read as a codewhere index",
+                                 f"if it was one, delete it (rm {file}) and index again; else pass another --index") from exc
         if not (rebuild and file.exists() and ours):
+            if index_path and "--rebuild" in exc.hint:  # the rebuild that works names the same file
+                raise IndexFileError(exc.message, exc.hint.replace("--rebuild", f"--rebuild --index {file}")) from exc
             raise
     with index_writer_lock(file, settings.lock_wait_seconds):  # an unreadable file of ours, replaced on request
         SqliteStore.remove(file)

@@ -16,7 +16,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -578,14 +578,14 @@ class SqliteStore:
 
     @staticmethod
     def is_codewhere_index(path: Path) -> bool:
+        """Whether the file's SQLite header carries our application id: read from the header's
+        bytes, so a file damaged past its first page (a truncated copy) is still known as ours."""
         try:
-            db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-            try:
-                return db.execute("PRAGMA application_id").get == APPLICATION_ID
-            finally:
-                db.close()
-        except apsw.Error:
+            with path.open("rb") as file:
+                header = file.read(72)
+        except OSError:
             return False
+        return header[:16] == b"SQLite format 3\0" and int.from_bytes(header[68:72], "big") == APPLICATION_ID
 
     def _create(self) -> None:
         with self.transaction():
@@ -604,8 +604,13 @@ class SqliteStore:
                 if db is not None:
                     db.close()
 
-    def writer_lock(self, wait_seconds: float) -> AbstractContextManager[None]:
-        return index_writer_lock(self.path, wait_seconds)  # type: ignore[return-value]
+    @contextmanager
+    def writer_lock(self, wait_seconds: float) -> Iterator[None]:
+        with index_writer_lock(self.path, wait_seconds):
+            # a rebuild runs only under this lock: a `.rebuild` file found now is a killed one's
+            if not self.read_only:
+                SqliteStore.remove(self.path.with_name(self.path.name + ".rebuild"))
+            yield
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
