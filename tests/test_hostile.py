@@ -259,3 +259,63 @@ def test_an_ignore_line_that_would_backtrack_costs_nothing(tmp_path: Path, patte
     assert not worker.is_alive(), "the scan was still matching after 10 s"
     indexed = {r.path for r in found if isinstance(r, FileRecord)}
     assert indexed == set(kept) | {".gitignore"}
+
+
+# ---- no single file stops an index ------------------------------------------------------------
+
+NESTED = 30_000
+HOSTILE_FILES: dict[str, str] = {  # built here, never committed as data
+    "nested_functions.js": "".join(f"function f{i}() {{\n" for i in range(NESTED)) + "}\n" * NESTED,
+    "unclosed_arrays.js": "x = " + "[\n" * 100_000,
+    "unclosed_call.py": "x = (" + "(\n".join(f"a{i} + " for i in range(20_000)) + "\n",
+    "nested_modules.rs": "".join(f"mod m{i} {{\n" for i in range(20_000)) + "}\n" * 20_000,
+    "nested_blocks.c": "int main() {\n" + "{\n" * 50_000 + "}\n" * 50_000 + "}\n",
+    "indented.py": "".join("    " * i + f"def f{i}():\n" for i in range(600)) + "    " * 600 + "pass\n",
+}
+
+
+def _run_bounded(*args: str) -> tuple[int, float, int]:
+    """(exit code, seconds, peak memory in MB) of one CLI run, measured for that process alone."""
+    import sys
+
+    started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-m", "codewhere", *args], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env=dict(os.environ))
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, time.monotonic() - started, usage.ru_maxrss // 1024
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_FILES))
+def test_no_single_file_costs_more_than_5_s_or_300_mb(tmp_path: Path, name: str) -> None:
+    root = write_tree(tmp_path / "root", {name: HOSTILE_FILES[name], "good.py": "def good_function():\n    return 2\n"})
+    code, seconds, megabytes = _run_bounded("index", str(root))
+    assert code == 0 and seconds < 5 and megabytes < 300, (code, seconds, megabytes)
+    found = run_cli("search", "good_function", str(root))
+    assert found.code == 0 and found.out.startswith("good.py:1-2")
+
+
+def test_a_server_answers_over_a_tree_of_every_hostile_file(tmp_path: Path) -> None:
+    import anyio
+
+    from tests.test_mcp import payload, session_run
+
+    root = write_tree(tmp_path / "root", {**HOSTILE_FILES, "good.py": "def good_function():\n    return 2\n"})
+    os.mkfifo(root / "pipe.py")
+    with open(os.fsencode(root) + b"/caf\xff.py", "wb") as file:
+        file.write(b"x = 1\n")
+    (root / "everything").symlink_to("/")
+    (root / ".gitignore").write_text("*" * 200 + "z\n")
+
+    async def body(session) -> None:  # noqa: ANN001
+        started = time.monotonic()
+        first = payload(await session.call_tool("search", {"query": "good_function"}))
+        assert first["hits"][0]["location"].startswith("good.py:1-2")
+        assert time.monotonic() - started < 30  # the first call indexes the whole tree
+        started = time.monotonic()
+        again = payload(await session.call_tool("search", {"query": "good_function"}))
+        assert again["hits"][0]["location"].startswith("good.py:1-2") and time.monotonic() - started < 1.0
+        status = payload(await session.call_tool("index_status", {}))
+        assert status["files"] >= 2
+
+    anyio.run(session_run, root, body)

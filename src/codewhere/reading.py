@@ -32,7 +32,7 @@ from codewhere import collector
 from codewhere.chunk import chunk_source, text_offsets
 from codewhere.embed import Embedder
 from codewhere.embed.static import StaticEmbedder
-from codewhere.parse import ParseResult, parse
+from codewhere.parse import ParseBudgetExceeded, ParseResult, parse
 from codewhere.scan import file_digest, read_source
 from codewhere.tokens import index_tokens, symbol_fts_row
 from codewhere.types import Chunk, FileRecord, SkipReason
@@ -90,7 +90,10 @@ def read_file(root: Path, job: Job, chunker: str, include_minified: bool, embedd
     digest = file_digest(data)
     if job.known_hash == digest:
         return SameContent(len(data))
-    parsed = parse(job.record.language, text)
+    try:
+        parsed = parse(job.record.language, text)
+    except ParseBudgetExceeded:
+        return Unreadable(SkipReason.TOO_NESTED)
     chunks = chunk_source(job.record, text, parsed.symbols if parsed else None, chunker)
     path_tokens = index_tokens(job.record.path)  # every chunk's path is the file's
     fts_rows = [(path_tokens, index_tokens(c.text)) for c in chunks]

@@ -10,6 +10,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from codewhere.parse.grammars import (
     CALLABLE_KINDS,
     CONTAINER_KINDS,
@@ -22,6 +24,34 @@ log = logging.getLogger(__name__)
 
 QUERIES = Path(__file__).with_name("queries")
 MAX_SIGNATURE = 300
+# Definitions nested deeper than this are not symbols of their own (their lines stay in the
+# enclosing one's): each symbol's qualified name holds every enclosing name, so a file of n nested
+# functions (generated code, a parser's fuzz fixture) cost O(n²) in names and their tokens —
+# 3,000 nested JavaScript functions took 9 s, 30,000 ran out of time at 1 GB.
+MAX_NESTING = 24
+# tree-sitter's query matcher is quadratic in the depth of unclosed brackets (20,000 lines of `[`
+# took 0.3 s in every grammar tried, 100,000 took 7.5 s; no hand-written code nests past a few
+# dozen). A file nested deeper is skipped rather than stall the index. (A progress callback that
+# cancels the matcher would bound it by time, but tree-sitter 0.26.1 crashes calling one on a
+# deeply nested Rust file.)
+MAX_BRACKET_DEPTH = 10_000
+_BRACKET_STEP = np.zeros(256, np.int8)
+_BRACKET_STEP[list(b"([{")] = 1
+_BRACKET_STEP[list(b")]}")] = -1
+
+
+class ParseBudgetExceeded(Exception):
+    """A file nested too deep to parse in bounded time."""
+
+
+def bracket_depth(data: bytes) -> int:
+    """How deep brackets nest in `data`, counted as the parser meets them: a closer with nothing
+    open lowers the floor rather than the depth (text in strings and comments counts too)."""
+    if not data:
+        return 0
+    levels = np.cumsum(_BRACKET_STEP[np.frombuffer(data, np.uint8)], dtype=np.int32)
+    floor = np.minimum(np.minimum.accumulate(levels), 0)
+    return int((levels - floor).max())
 MAX_DOC = 400
 
 
@@ -56,6 +86,7 @@ class _Def:
     owner: str = ""  # Go methods: the receiver type
     qualified: str = ""
     parent: _Def | None = None
+    depth: int = 0  # enclosing definitions
 
 
 def _text(node) -> str:  # noqa: ANN001
@@ -66,11 +97,13 @@ def parse(language: str, source: str) -> ParseResult | None:
     """Symbols and edges of `source`, or None when the language has no grammar or it fails."""
     if language not in GRAMMARS:
         return None
+    data = source.encode("utf-8", errors="surrogatepass")
+    if (depth := bracket_depth(data)) > MAX_BRACKET_DEPTH:
+        raise ParseBudgetExceeded(f"brackets nested {depth:,} deep")
     try:
         from tree_sitter import QueryCursor
 
         parser, query = _tools(language)
-        data = source.encode("utf-8", errors="surrogatepass")
         tree = parser.parse(data)
         matches = QueryCursor(query).matches(tree.root_node)
     except Exception as exc:  # a grammar that fails on one file must not stop the run
@@ -136,6 +169,10 @@ def _symbols(defs: list[_Def], language: str) -> list[Symbol]:
             kind = "method"
         elif kind == "method" and not in_container:  # Ruby's top-level `def`, C# local functions
             kind = "function"
+        d.depth = parent.depth + 1 if parent else 0
+        if d.depth >= MAX_NESTING:
+            d.qualified = parent.qualified if parent else d.name  # its own nested ones stop here too
+            continue
         prefix = parent.qualified if parent else ""
         if d.owner:
             prefix = f"{prefix}.{d.owner}" if prefix else d.owner
