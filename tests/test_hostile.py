@@ -271,6 +271,11 @@ HOSTILE_FILES: dict[str, str] = {  # built here, never committed as data
     "nested_modules.rs": "".join(f"mod m{i} {{\n" for i in range(20_000)) + "}\n" * 20_000,
     "nested_blocks.c": "int main() {\n" + "{\n" * 50_000 + "}\n" * 50_000 + "}\n",
     "indented.py": "".join("    " * i + f"def f{i}():\n" for i in range(600)) + "    " * 600 + "pass\n",
+    # found by the fuzz pass (tests/test_properties.py): a bash grammar quadratic in its error
+    # recovery, a comment opener repeated on one line, indentation the import pattern backtracked on
+    "defs.sh": "".join(f"def f{i}(a):\n" for i in range(12_000)),
+    "comments.cpp": "/* " * 7_000 + "end\n" * 7_000,
+    "indented.java": "".join("    " * min(i, 200) + f"func f{i}() {{\n" for i in range(9_900)) + ")\n" * 9_900,
 }
 
 

@@ -93,7 +93,7 @@ def read_file(root: Path, job: Job, chunker: str, include_minified: bool, embedd
     try:
         parsed = parse(job.record.language, text)
     except ParseBudgetExceeded:
-        return Unreadable(SkipReason.TOO_NESTED)
+        return Unreadable(SkipReason.TOO_COMPLEX)
     chunks = chunk_source(job.record, text, parsed.symbols if parsed else None, chunker)
     path_tokens = index_tokens(job.record.path)  # every chunk's path is the file's
     fts_rows = [(path_tokens, index_tokens(c.text)) for c in chunks]

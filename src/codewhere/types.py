@@ -28,7 +28,7 @@ class SkipReason(str, Enum):
     BROKEN_SYMLINK = "broken-symlink"
     UNREADABLE = "unreadable"
     NOT_REGULAR = "not-regular"  # fifo, socket, device
-    TOO_NESTED = "too-nested"  # brackets nested past what a parse can do in bounded time (fuzz fixtures)
+    TOO_COMPLEX = "too-complex"  # nested too deep, or too slow, to parse in bounded time (fuzz fixtures)
     NAME_NOT_UTF8 = "name-not-utf8"  # a file or folder name that is not UTF-8 (Latin-1 fixtures): kept out whole
     MINIFIED = "minified"  # *.min.js, *.min.css, source maps, lines averaging over 300 characters
 

@@ -5,10 +5,17 @@ from __future__ import annotations
 import importlib
 import logging
 import re
+import sys
+import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None  # type: ignore[assignment]
 
 import numpy as np
 
@@ -34,14 +41,29 @@ MAX_NESTING = 24
 # dozen). A file nested deeper is skipped rather than stall the index. (A progress callback that
 # cancels the matcher would bound it by time, but tree-sitter 0.26.1 crashes calling one on a
 # deeply nested Rust file.)
-MAX_BRACKET_DEPTH = 10_000
+MAX_BRACKET_DEPTH = 1_000
 _BRACKET_STEP = np.zeros(256, np.int8)
 _BRACKET_STEP[list(b"([{")] = 1
 _BRACKET_STEP[list(b")]}")] = -1
 
 
+# Some grammars' error recovery is quadratic on some text (bash: 6,000 lines of `def f(a):` took
+# 6 s to parse); a parse is stopped after this long and its file skipped.
+PARSE_SECONDS = 2.0
+READ_BYTES = 16_384  # the slice handed to the parser at a time
+PARSE_MEMORY = 128 << 20  # ... or this much more memory (a comment opener repeated 7,000 times: 250 MB in 2 s)
+_MAXRSS_UNIT = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB elsewhere
+
+
+def _peak_memory() -> int:
+    """The process's peak resident memory, in bytes (0 where it cannot be read)."""
+    if resource is None:
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * _MAXRSS_UNIT
+
+
 class ParseBudgetExceeded(Exception):
-    """A file nested too deep to parse in bounded time."""
+    """A file too deeply nested, or too slow to parse, to parse in bounded time."""
 
 
 def bracket_depth(data: bytes) -> int:
@@ -104,8 +126,25 @@ def parse(language: str, source: str) -> ParseResult | None:
         from tree_sitter import QueryCursor
 
         parser, query = _tools(language)
-        tree = parser.parse(data)
+        deadline = time.monotonic() + PARSE_SECONDS
+        memory_ceiling = _peak_memory() + PARSE_MEMORY
+        stopped = False
+
+        def read(offset: int, _point: object) -> bytes:
+            # tree-sitter has no time or memory limit of its own here; it asks for the text as it
+            # goes, and an empty answer is the end of the file, so a parse past its budget ends
+            nonlocal stopped
+            if time.monotonic() > deadline or _peak_memory() > memory_ceiling:
+                stopped = True
+                return b""
+            return data[offset : offset + READ_BYTES]
+
+        tree = parser.parse(read)
+        if stopped:
+            raise ParseBudgetExceeded(f"parsing took over {PARSE_SECONDS:.0f} s or {PARSE_MEMORY >> 20} MB")
         matches = QueryCursor(query).matches(tree.root_node)
+    except ParseBudgetExceeded:
+        raise
     except Exception as exc:  # a grammar that fails on one file must not stop the run
         log.warning("tree-sitter could not parse a %s file: %s", language, exc)
         return None
