@@ -225,6 +225,24 @@ def test_loopback_needs_the_token_too_unless_turned_off(tmp_path: Path, served: 
     assert refused.returncode == 2 and "--no-token" in refused.stderr
 
 
+def test_a_big_file_is_shown_a_page_at_a_time(tmp_path: Path) -> None:
+    body = "".join(f"def function_{i}(value):\n    return value + {i}\n\n" for i in range(10_000))  # 30,000 lines
+    long_functions = "".join(f"def long_{i}():\n" + "    x = 1\n" * 28 + "    return x\n\n" for i in range(100))  # 3,100 lines
+    root = write_tree(tmp_path / "repo", {"big.py": body, "long.py": long_functions})
+    running = start(root, tmp_path / "cache")
+    try:
+        status, page, _ = running.get("/file?path=long.py")  # few definitions: all outlined, each linking its page
+        assert status == 200 and "long_99" in page and "from=2870#L-3070" in page  # long_99, on a later page: 200 lines above it
+        status, page, _ = running.get("/file?path=big.py")
+        assert status == 200 and 'id="L-1"' in page and 'id="L-2000"' in page and 'id="L-2001"' not in page
+        assert "later lines" in page and len(page) < 2_000_000
+        status, page, _ = running.get("/file?path=big.py&hl=25000-25002")
+        assert status == 200 and 'id="L-25000"' in page and 'id="L-1"' not in page and "earlier lines" in page
+        assert "more on other pages" in page and len(page) < 2_000_000
+    finally:
+        stop(running)
+
+
 def test_a_taken_port_is_one_line_before_any_indexing(tmp_path: Path, served: Served) -> None:
     port = served.base.rsplit(":", 1)[1]
     result = subprocess.run([sys.executable, "-m", "codewhere", "serve", str(tmp_path), "--port", port],

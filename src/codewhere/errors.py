@@ -23,6 +23,10 @@ class IndexFileError(CodewhereError):
     """The index file is corrupt, foreign, locked or built differently."""
 
 
+class ForeignFileError(IndexFileError):
+    """The index path holds another program's SQLite file: never touched."""
+
+
 class IndexNotWritableError(IndexFileError):
     """The index cannot be written (read-only file or folder, full disk); it can still be read."""
 

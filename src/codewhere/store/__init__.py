@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from codewhere.config import Settings
-from codewhere.errors import IndexBusyError, IndexFileError, NotIndexedError
+from codewhere.errors import ForeignFileError, IndexBusyError, IndexFileError, NotIndexedError
 from codewhere.languages import SKIPPED_DIRS
 from codewhere.locks import index_writer_lock
 from codewhere.store.base import ChunkAt, FileStamp, FileState, GraphReader, IndexWriter, SearchReader, Store, StoreStats
@@ -64,7 +64,7 @@ def _open_sqlite(
                               f"run `codewhere index {root}`")
     try:
         return _reading(SqliteStore.open(file, repo, settings.lock_wait_seconds), root)
-    except IndexBusyError:
+    except (IndexBusyError, ForeignFileError):
         raise
     except IndexFileError as exc:
         ours = file.is_relative_to(settings.cache_dir.resolve()) or SqliteStore.is_codewhere_index(file)

@@ -27,6 +27,7 @@ import sqlite_vec
 from codewhere.chunk import line_starts, text_offset
 from codewhere.errors import (
     CodewhereError,
+    ForeignFileError,
     IndexFileError,
     IndexNotWritableError,
     ModelError,
@@ -502,7 +503,7 @@ class SqliteStore:
             raise IndexFileError(f"cannot open the index {path}: {exc}", "check its permissions, or pass --index FILE") from exc
         if tables and app_id != APPLICATION_ID:
             db.close()
-            raise IndexFileError(
+            raise ForeignFileError(
                 f"{path} is a SQLite file but not a codewhere index",
                 "pass --index with another file name; codewhere will not overwrite it",
             )
