@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -98,10 +99,11 @@ class Watcher:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def wait_ready(self, progress: Progress | None = None, timeout: float | None = None) -> bool:
+    def wait_ready(self, progress: Progress | None = None, timeout: float | None = None,
+                   cancelled: threading.Event | None = None) -> bool:
         """Block until the first catch-up is done (True) or the watch gave up (False), passing
         every step of the catch-up to `progress` in the waiting thread (an MCP call's progress
-        must be sent from its own worker thread)."""
+        must be sent from its own worker thread). `cancelled` being set ends the wait at once."""
         steps: queue.SimpleQueue[Step] = queue.SimpleQueue()
         self._progress_listeners.append(steps.put)
         end = None if timeout is None else time.monotonic() + timeout
@@ -110,7 +112,7 @@ class Watcher:
                 done = self._ready.wait(WAKE_MS / 1000)
                 while progress is not None and not steps.empty():
                     progress(steps.get_nowait())
-                if done or (end is not None and time.monotonic() >= end):
+                if done or (end is not None and time.monotonic() >= end) or (cancelled is not None and cancelled.is_set()):
                     break
         finally:
             self._progress_listeners.remove(steps.put)
@@ -317,24 +319,38 @@ def watch_forever(roots: list[Path], progress: Progress | None, poll: bool, say:
                 say(describe_report(root, report))
         return tell
 
+    # Ctrl-C and SIGTERM set an event instead of raising wherever the main thread happens to be
+    # (inside a lock, a join, rich's console): a stop is then the same short path every time
+    interrupted = threading.Event()
+    previous = {number: signal.signal(number, lambda *_: interrupted.set()) for number in STOP_SIGNALS}
     watchers = [Watcher(root, partial(Index.open, root), poll=poll, on_report=teller(root)).start() for root in roots]
     try:
         for watcher in watchers:
-            if not watcher.wait_ready(progress):
+            if not watcher.wait_ready(progress, cancelled=interrupted) and not interrupted.is_set():
                 say(f"cannot watch {watcher.root}: {watcher.status.detail or watcher.status.state}")
+        if interrupted.is_set():
+            return 0
         live = [w for w in watchers if w.live()]
         if not live:
             say("nothing to watch; try --poll, or raise the inotify limit (fs.inotify.max_user_watches)")
             return 2
         say(f"watching {', '.join(str(w.root) for w in live)}; Ctrl-C stops")
         while any(w.status.state not in (STOPPED, UNAVAILABLE) for w in live):
-            time.sleep(0.5)
+            if interrupted.wait(0.5):
+                return 0
         return 2
-    except KeyboardInterrupt:
-        return 0
     finally:
         for watcher in watchers:
-            watcher.stop()
+            watcher.stop(timeout=0)  # all told at once
+        deadline = time.monotonic() + STOP_SECONDS
+        for watcher in watchers:  # a refresh still running is left to die with the process: a killed one loses nothing
+            watcher.stop(timeout=max(0.0, deadline - time.monotonic()))
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+STOP_SECONDS = 0.5  # what an interrupted `codewhere watch` waits for its watchers before it exits
 
 
 NETWORK_FILESYSTEMS = frozenset({
