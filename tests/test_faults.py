@@ -3,6 +3,7 @@ nothing wedged). Every test here failed on the code before its fix."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -269,10 +270,11 @@ def test_search_answers_from_an_index_it_cannot_write(sample_repo: Path, cli, im
 
 
 @pytest.fixture
-def small_disk(tmp_path: Path):  # noqa: ANN201
+def small_disk(tmp_path: Path, request: pytest.FixtureRequest):  # noqa: ANN201
     mount = tmp_path / "disk"
     mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mount)], capture_output=True).returncode:
+    size = getattr(request, "param", "600k")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True).returncode:
         pytest.skip("cannot mount a tmpfs here")
     yield mount
     subprocess.run(["umount", "-l", str(mount)], capture_output=True)
@@ -292,6 +294,30 @@ def test_a_full_disk_while_indexing_is_one_line_and_keeps_the_last_index(tmp_pat
     assert status.code == 0 and status.json()["files"] == len(SAMPLE_REPO)
     hit = run_cli("search", "charge_credit_card", str(root), "--index", str(index), "--model", str(model), "--json")
     assert hit.code == 0 and hit.json()["hits"][0]["path"] == "src/shop/payment.py"
+
+
+@pytest.mark.parametrize("small_disk", ["4m"], indirect=True)  # room for the WAL to be folded in first
+def test_a_disk_full_before_the_search_still_answers(tmp_path: Path, small_disk: Path) -> None:
+    import apsw
+
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    index = small_disk / "repo.sqlite"
+    model = make_tiny_model2vec(tmp_path / "tiny")
+    assert run_cli("index", str(root), "--index", str(index), "--model", str(model)).code == 0
+    db = apsw.Connection(str(index))  # the last connection's close folds the WAL in and removes it
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    assert not Path(f"{index}-wal").exists()
+    filler = small_disk / "filler"
+    with filler.open("wb", buffering=0) as out:  # fill what is left of the disk
+        with contextlib.suppress(OSError):
+            while True:
+                out.write(b"\0" * 4096)
+    (root / "src" / "new.py").write_text("def added_when_full():\n    pass\n")
+    hit = run_cli("search", "charge_credit_card", str(root), "--index", str(index), "--model", str(model), "--json")
+    assert hit.code == 0, hit.err
+    assert hit.json()["hits"][0]["path"] == "src/shop/payment.py"
+    assert "check its permissions" not in hit.err
 
 
 # ---- 5, 6. ignore files: a bad line, and .gitignore outside a repository ----------------------

@@ -493,11 +493,15 @@ class SqliteStore:
             ) from exc
         except apsw.CorruptError as exc:
             raise _corrupt(path) from exc
-        except (apsw.CantOpenError, apsw.ReadOnlyError) as exc:
+        except (apsw.CantOpenError, apsw.ReadOnlyError, apsw.IOError, apsw.FullError) as exc:
             if not path.is_file():
+                if isinstance(exc, apsw.FullError):
+                    raise _write_error(path, exc) from exc
                 raise IndexFileError(f"cannot create the index {path}: {exc}",
                                      "make its folder writable, or pass --index FILE") from exc
-            db = SqliteStore._connect_read_only(path)  # a folder we may not write: no -shm can be made
+            # a folder we may not write, or a full disk: no -wal or -shm can be made, the index
+            # is still searched as last committed
+            db = SqliteStore._connect_read_only(path)
             app_id, tables = _identity(db)
         except apsw.Error as exc:
             raise IndexFileError(f"cannot open the index {path}: {exc}", "check its permissions, or pass --index FILE") from exc
