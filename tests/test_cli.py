@@ -273,3 +273,12 @@ def test_index_json_gives_each_phase_its_seconds_in_order(sample_repo: Path, cli
     assert abs(sum(report["phases"].values()) - report["seconds"]) < 0.01  # the phases tile the run
     again = cli("index", str(sample_repo), "--json").json()
     assert list(again["phases"]) == ["scan"]  # nothing read, resolved or embedded
+
+
+def test_a_hit_line_is_never_wrapped_into_a_pipe(tmp_path: Path, cli) -> None:
+    """Issue 52: off a terminal a long header folded at 80 columns put the symbol on a line of its own."""
+    name = "a_rather_long_function_name_that_pushes_the_header_past_eighty_columns"
+    root = write_tree(tmp_path / "repo", {f"src/some/deeply/nested/package/{name}_module.py": f"def {name}(x):\n    return x\n"})
+    result = cli("search", name, str(root), "-k", "1")
+    header = result.out.splitlines()[0]
+    assert len(header) > 80 and header.endswith(name) and ":1-2" in header

@@ -37,7 +37,7 @@ def print_hits(console: Console, hits: list[Hit]) -> None:
         console.print(
             f"{repo}[bold magenta]{escape(shown_path(hit.path))}[/]:[green]{hit.start_line}-{hit.end_line}[/]"
             f"  [dim]{hit.score:.4f}  {hit.kind.value}[/]" + (f"  {escape(hit.symbol)}" if hit.symbol else ""),
-            highlight=False,
+            highlight=False, soft_wrap=True,  # one hit, one line: never folded at 80 columns into a pipe
         )
         for line in hit.snippet.splitlines():
             console.print("    " + escape(line), highlight=False, soft_wrap=True)
