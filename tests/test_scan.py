@@ -181,6 +181,13 @@ def test_fifo_is_not_a_regular_file(tmp_path: Path) -> None:
         ("CHANGELOG", FileKind.DOCS),
         ("CHANGELOG.rst", FileKind.DOCS),
         ("LICENSE", FileKind.DOCS),
+        ("CHANGES.txt", FileKind.DOCS),
+        ("SECURITY", FileKind.DOCS),
+        # a source file is never docs by its name alone (issue 52): alembic's runtime/migration.py
+        ("alembic/runtime/migration.py", FileKind.CODE),
+        ("src/history.ts", FileKind.CODE),
+        ("pkg/changes.go", FileKind.CODE),
+        ("lib/security.rb", FileKind.CODE),
         ("notes.txt", FileKind.DOCS),
         ("pyproject.toml", FileKind.CONFIG),
         ("package.json", FileKind.CONFIG),
@@ -314,7 +321,8 @@ def _reference_kind(path: str, language: str) -> FileKind:
     dirs = {part.lower() for part in folders}
     if dirs & lang._TEST_DIRS or lang._TEST_FILE.match(name):
         return FileKind.TEST
-    if (dirs & lang._DOCS_DIRS and language != "go") or language in lang.DOCS_LANGUAGES or lang._DOCS_NAME.match(name):
+    docs_by_name = lang._DOCS_NAME.match(name) and (not language or language in lang.DOCS_LANGUAGES)
+    if (dirs & lang._DOCS_DIRS and language != "go") or language in lang.DOCS_LANGUAGES or docs_by_name:
         return FileKind.DOCS
     if language in lang.CONFIG_LANGUAGES or name in lang._CONFIG_NAMES or (not language and name.startswith(".")):
         return FileKind.CONFIG

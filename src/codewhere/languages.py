@@ -140,7 +140,9 @@ def kind_of(path: str, language: str) -> FileKind:
         return FileKind.TEST
     # Go keeps no documentation sources: a `doc/` folder of .go files is a package (cobra/doc)
     in_docs_dir = in_any_docs_dir and language != "go"
-    if in_docs_dir or language in DOCS_LANGUAGES or _DOCS_NAME.match(name):
+    # a source file is never docs by its name alone: alembic's runtime/migration.py is code
+    docs_by_name = _DOCS_NAME.match(name) is not None and (not language or language in DOCS_LANGUAGES)
+    if in_docs_dir or language in DOCS_LANGUAGES or docs_by_name:
         return FileKind.DOCS
     if language in CONFIG_LANGUAGES or name in _CONFIG_NAMES or (not language and name.startswith(".")):
         return FileKind.CONFIG
