@@ -227,3 +227,18 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 120) -> CliRes
 @pytest.fixture
 def cli():
     return run_cli
+
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"  # the project's data beside the checkout
+
+
+def shared_file(*parts: str) -> Path:
+    """A file of `../shared/`: a fresh clone without it skips the test with a one-line reason;
+    under CI (CI=true), where `../shared/` is always beside the checkout, its absence fails."""
+    path = SHARED.joinpath(*parts)
+    if not path.exists():
+        reason = f"needs {path} (the project's shared data beside the checkout)"
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path

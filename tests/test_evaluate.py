@@ -20,10 +20,7 @@ from codewhere.evaluate import (
     summarise,
 )
 from codewhere.types import FileKind, Hit
-from tests.conftest import SAMPLE_REPO, write_tree
-
-SEED = Path(__file__).resolve().parents[2] / "shared" / "bench" / "requests-seed.json"
-SEMBLE = Path(__file__).resolve().parents[2] / "shared" / "semble-bench" / "annotations" / "flask.json"
+from tests.conftest import SAMPLE_REPO, shared_file, write_tree
 
 
 def hit(path: str, start: int = 1, end: int = 10) -> Hit:
@@ -77,7 +74,7 @@ def test_summary_counts_top_k_and_mrr() -> None:
 
 
 def test_study_format() -> None:
-    qf = load_query_file(SEED)
+    qf = load_query_file(shared_file("bench", "requests-seed.json"))
     assert len(qf.queries) == 12
     first = qf.queries[0]
     assert first.label == "should_strip_auth" and first.relevant == (Target("src/requests/sessions.py", 127, 127),)
@@ -85,7 +82,7 @@ def test_study_format() -> None:
 
 
 def test_semble_format() -> None:
-    qf = load_query_file(SEMBLE)
+    qf = load_query_file(shared_file("semble-bench", "annotations", "flask.json"))
     assert qf.queries and all(q.category in {"semantic", "architecture", "symbol"} for q in qf.queries)
     assert any(q.secondary for q in qf.queries) or all(q.relevant for q in qf.queries)
 
