@@ -118,7 +118,7 @@ class TreeMemory:
 def cold_index(tree: Path, db: Path, workers: int | None, env: dict[str, str]) -> dict[str, object]:
     for leftover in db.parent.glob(db.name + "*"):
         leftover.unlink()
-    command = [sys.executable, "-m", "codewhere", "index", str(tree), "--index", str(db), "--json"]
+    command = [sys.executable, "-m", "codewhere", "index", str(tree), "--index", str(db), "--json", "--yes"]
     if workers:
         command += ["--workers", str(workers)]
     started = time.monotonic()

@@ -8,12 +8,13 @@ import time
 from pathlib import Path
 
 import apsw
+import pytest
 
 from codewhere.config import Settings
 from codewhere.locks import index_writer_lock
 from codewhere.search.params import DEFAULT_PARAMS
 from codewhere.store.sqlite import SCHEMA_VERSION
-from tests.conftest import write_tree
+from tests.conftest import CliResult, write_tree
 
 
 def assert_one_line_error(result, *words: str) -> None:
@@ -282,3 +283,40 @@ def test_a_hit_line_is_never_wrapped_into_a_pipe(tmp_path: Path, cli) -> None:
     result = cli("search", name, str(root), "-k", "1")
     header = result.out.splitlines()[0]
     assert len(header) > 80 and header.endswith(name) and ":1-2" in header
+
+
+def test_a_first_index_of_home_or_a_system_folder_unasked_is_refused(tmp_path: Path) -> None:
+    """Issue 52: `codewhere search` run from /usr started indexing 65,554 files."""
+    home = write_tree(tmp_path / "home", {"notes.py": "def note():\n    pass\n"})
+    env = {**os.environ, "HOME": str(home), "CODEWHERE_CACHE_DIR": str(tmp_path / "cache")}
+    for cwd in (home, Path("/usr")):
+        refused = subprocess.run([sys.executable, "-m", "codewhere", "search", "note"], cwd=cwd, env=env,
+                                 capture_output=True, text=True, timeout=60)
+        assert_one_line_error(CliResult(refused.returncode, refused.stdout, refused.stderr), "not indexing", "no PATH named it")
+    assert not (tmp_path / "cache" / "indexes").exists() or not any((tmp_path / "cache" / "indexes").iterdir())
+    named = subprocess.run([sys.executable, "-m", "codewhere", "search", "note", str(home)], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert named.returncode == 0 and "notes.py:1-2" in named.stdout
+
+
+def test_a_big_folder_outside_git_is_refused_off_a_terminal(tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    from codewhere import guard
+    from codewhere.errors import QueryError
+    from codewhere.scan import ScanOptions
+
+    big = tmp_path / "big"
+    for i in range(guard.GUARD_FILES + 1):
+        path = big / f"d{i // 1000}" / f"f{i}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+    refused = cli("index", str(big))
+    assert_one_line_error(refused, "not a git repository", "--yes", "confirm_large")
+    # asked on a terminal: yes proceeds, no refuses; a repository is never asked about
+    monkeypatch.setattr(guard, "GUARD_FILES", 100)
+    asked: list[str] = []
+    guard.check_first_index(big, True, tmp_path / "cache", ScanOptions(), lambda q: asked.append(q) or True)
+    assert asked and "index it all?" in asked[0]
+    with pytest.raises(QueryError):
+        guard.check_first_index(big, True, tmp_path / "cache", ScanOptions(), lambda q: False)
+    (big / ".git").mkdir()
+    guard.check_first_index(big, True, tmp_path / "cache", ScanOptions(), None)

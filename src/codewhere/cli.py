@@ -62,6 +62,11 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _add_yes_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--yes", action="store_true",
+                   help="index a big folder outside a git repository without asking (over 20,000 files or 500 MB)")
+
+
 def _add_index_options(p: argparse.ArgumentParser, repo_filter: bool = False) -> None:
     p.add_argument("--index", metavar="FILE", help="index file to use (default: one per folder in the user cache dir)")
     p.add_argument("--store", choices=STORES,
@@ -76,6 +81,7 @@ def _add_index_options(p: argparse.ArgumentParser, repo_filter: bool = False) ->
     p.add_argument("--chunker", choices=CHUNKERS, help="symbols (default, where a grammar exists) or lines")
     p.add_argument("--include-minified", action="store_true", default=None,
                    help="also index *.min.js, *.min.css, source maps and files whose lines average over 300 characters")
+    _add_yes_option(p)
     p.add_argument("--gitignore", choices=GITIGNORE_MODES,
                    help="apply .gitignore files: auto (default: inside a git repository, as git and ripgrep do), "
                         "always, or never; .ignore and .codewhereignore always apply")
@@ -184,10 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print-config", choices=["claude", "cursor", "codex", "vscode"],
                    help="print the client configuration snippet instead of serving")
     p.add_argument("--index", metavar="FILE", help="index file (one served folder only)")
+    _add_yes_option(p)
     _add_watch_options(p)
 
     p = sub.add_parser("watch", help="keep a folder's index current as files change, until interrupted")
     p.add_argument("paths", nargs="*", default=None, help="folders to watch (default: the enclosing git repository, else .)")
+    _add_yes_option(p)
     p.add_argument("--poll", action="store_true",
                    help="look for changes by polling (network file systems, where change events do not arrive)")
 
@@ -201,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("serve", help="a local web page: search, files, symbols with their call graph, status")
     p.add_argument("paths", nargs="*", default=None, help="folders to serve (default: the enclosing git repository, else .)")
+    _add_yes_option(p)
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 takes any free one)")
@@ -235,11 +244,32 @@ def _add_watch_options(p: argparse.ArgumentParser) -> None:
                    help="watch by polling (network file systems, where change events do not arrive)")
 
 
+def _guard_first_index(roots: Sequence[Path], named: bool, args: argparse.Namespace, index_file: str | None = None,
+                       ask: bool = True) -> None:
+    """guard.py's check, for each root not indexed yet (SQLite; a team index is CI's to fill)."""
+    from codewhere.config import Settings
+    from codewhere.guard import ask_on_terminal, check_first_index
+
+    for root in roots:
+        settings = Settings.load(root).with_flags(include_minified=getattr(args, "include_minified", None),
+                                                  gitignore=getattr(args, "gitignore", None), store=getattr(args, "store", None))
+        file = Path(index_file).expanduser() if index_file else settings.index_path_for(root)
+        if settings.store_kind != "sqlite" or file.exists():
+            continue
+        confirm = settings.confirm_large and not getattr(args, "yes", False)
+        interactive = ask and sys.stdin.isatty() and sys.stderr.isatty()
+        check_first_index(root, named, settings.cache_dir, settings.scan_options,
+                          (ask_on_terminal if interactive else None) if confirm else (lambda _question: True))
+
+
 def _open(args: argparse.Namespace, rebuild: bool = False, path: str | None = None, create: bool = True,
           warm: bool = False) -> Index:
     repo = args.repo if isinstance(args.repo, str) else None  # search's --repo filters instead
+    named = path or args.path
+    if create:
+        _guard_first_index([resolve_root(named or default_root())], bool(named), args, args.index)
     index = Index.open(
-        path or args.path or default_root(), args.index, rebuild=rebuild, model=args.model, chunker=args.chunker, store=args.store, repo=repo,
+        named or default_root(), args.index, rebuild=rebuild, model=args.model, chunker=args.chunker, store=args.store, repo=repo,
         include_minified=args.include_minified, gitignore=args.gitignore, create=create, warm=warm,
         scip=getattr(args, "scip", None), precise=getattr(args, "precise", None), lsp=getattr(args, "lsp", None),
         workers=getattr(args, "workers", None),
@@ -454,6 +484,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         err_console.print(f"codewhere: serving {address} — Ctrl-C stops", highlight=False, markup=False, soft_wrap=True)
 
     roots = [resolve_root(p) for p in (args.paths or [str(default_root())])]
+    _guard_first_index(roots, bool(args.paths), args)
     queries = Path(args.eval_queries) if args.eval_queries else None
     if queries is not None and not queries.is_file():
         raise QueryError(f"--eval {queries} is not a file", "pass a query file (the study's JSON or a semble annotation file)")
@@ -474,6 +505,8 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     if args.print_config:
         print(client_config(args.print_config, args.paths or [str(default_root())]))
         return EXIT_HITS
+    roots = [resolve_root(p) for p in (args.paths or [str(default_root())])]
+    _guard_first_index(roots, bool(args.paths), args, args.index if len(roots) == 1 else None, ask=False)  # stdin is the client's
     serve(args.paths or [str(default_root())], redact_secrets=not args.no_redact, index_file=args.index,
           watch=not args.no_watch, poll=args.poll)
     return EXIT_HITS
@@ -483,6 +516,7 @@ def _cmd_watch(args: argparse.Namespace) -> int:
     from codewhere.watch import watch_forever
 
     roots = [resolve_root(p) for p in (args.paths or [str(default_root())])]
+    _guard_first_index(roots, bool(args.paths), args)
     with _progress(args) as progress:
         return watch_forever(roots, progress, poll=args.poll, say=lambda line: err_console.print(
             f"codewhere: {line}", highlight=False, markup=False, soft_wrap=True))

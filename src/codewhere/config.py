@@ -52,6 +52,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("lock_wait_seconds", "index", "lock_wait_seconds", "CODEWHERE_LOCK_WAIT", float),
     Option("chunker", "index", "chunker", "CODEWHERE_CHUNKER", str),
     Option("include_minified", "index", "include_minified", "CODEWHERE_INCLUDE_MINIFIED", bool),
+    Option("confirm_large", "index", "confirm_large", "CODEWHERE_CONFIRM_LARGE", bool),
     Option("gitignore", "index", "gitignore", "CODEWHERE_GITIGNORE", str),
     Option("shared_vectors", "index", "shared_vectors", "CODEWHERE_SHARED_VECTORS", bool),
     Option("workers", "index", "workers", "CODEWHERE_WORKERS", int),
@@ -82,6 +83,7 @@ class Settings:
     models_dir: Path | None = None  # where built models live; default: the user cache dir's models/
     chunker: str = "symbols"  # "symbols" (where a grammar exists) or "lines"
     include_minified: bool = False  # index *.min.js, source maps and files of very long lines too
+    confirm_large: bool = True  # ask before a first index of a big folder outside a git repository (guard.py)
     gitignore: str = "auto"  # apply .gitignore: "auto" (inside a git repository), "always", "never"
     shared_vectors: bool = True  # take vectors other indexes on this machine made (cache_dir/vectors/)
     workers: int | None = None  # processes reading and chunking files; None: one per core
