@@ -320,3 +320,14 @@ def test_a_big_folder_outside_git_is_refused_off_a_terminal(tmp_path: Path, cli,
         guard.check_first_index(big, True, tmp_path / "cache", ScanOptions(), lambda q: False)
     (big / ".git").mkdir()
     guard.check_first_index(big, True, tmp_path / "cache", ScanOptions(), None)
+
+
+def test_status_is_a_few_lines_whatever_the_tree_holds(tmp_path: Path, cli) -> None:
+    """Issue 51: Django's status was 190,000 characters, nearly all the folders' freshness stamps."""
+    root = write_tree(tmp_path / "repo", {f"pkg{i}/sub{j}/mod.py": f"def f_{i}_{j}():\n    pass\n" for i in range(30) for j in range(10)})
+    assert cli("index", str(root)).code == 0
+    text = cli("status", str(root))
+    assert text.code == 0 and len(text.out.splitlines()) <= 8 and "tree_stamps" not in text.out
+    data = cli("status", str(root), "--json")
+    assert "tree_stamps" not in data.out and len(data.out) < 1_500  # about 300 tokens
+    assert data.json()["files"] == 300 and data.json()["model"] == "default"

@@ -15,6 +15,7 @@ from typing_extensions import NotRequired, TypedDict
 from codewhere.gitinfo import GitState
 from codewhere.graph import Impact, Reference
 from codewhere.indexer import IndexReport
+from codewhere.precise import HIDDEN_META
 from codewhere.store import StoreStats
 from codewhere.types import Hit, SymbolRow
 
@@ -180,7 +181,7 @@ def status(root: str, location: str, stats: StoreStats, repositories: list[str] 
            git: GitState | None = None, watch: str | None = None) -> StatusOut:
     out = StatusOut(root=root, indexed=True, index=location, files=stats.files, chunks=stats.chunks, bytes=stats.bytes,
                     model=stats.meta.get("model_id"), skipped_by_content=stats.skipped, kinds=stats.kinds,
-                    languages=stats.languages, meta=stats.meta)
+                    languages=dict(list(stats.languages.items())[:STATUS_LANGUAGES]), meta=public_meta(stats.meta))
     if repositories is not None:
         out["repositories"] = repositories
     if git is not None:
@@ -188,6 +189,17 @@ def status(root: str, location: str, stats: StoreStats, repositories: list[str] 
     if watch is not None:
         out["watch"] = watch
     return out
+
+
+STATUS_LANGUAGES = 8  # the most-used languages a status names
+# what the index keeps for itself: the freshness stamps of every folder (Django: 190,000
+# characters, ~49k tokens of `index_status`), the precise passes' bookkeeping
+INTERNAL_META = frozenset({"tree_stamps", *HIDDEN_META})
+
+
+def public_meta(meta: dict[str, str]) -> dict[str, str]:
+    """What an index's meta says to a reader: without the stamps and bookkeeping it keeps for itself."""
+    return {key: value for key, value in meta.items() if key not in INTERNAL_META}
 
 
 def not_indexed(root: str) -> StatusOut:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ from rich.table import Table
 from codewhere.gitinfo import GitState
 from codewhere.graph import PRECISE, Reference
 from codewhere.indexer import IndexReport
-from codewhere.precise import HIDDEN_META
+from codewhere.output import public_meta
 from codewhere.store import StoreStats
 from codewhere.types import Hit, SymbolRow
 
@@ -93,18 +94,29 @@ def report_lines(report: IndexReport, stats: StoreStats) -> list[str]:
 
 def status_lines(root: Path, index_path: str, stats: StoreStats, repositories: list[str] | None = None,
                  git: GitState | None = None) -> list[str]:
+    """A few lines: where, what, with which model, how fresh (`--json` has the same fields)."""
+    meta = public_meta(stats.meta)
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.kinds.items()))
     langs = ", ".join(f"{lang or 'other'} {n}" for lang, n in list(stats.languages.items())[:8])
+    model = meta.get("model_id") or "none (keyword only)"
+    vectors = "complete" if meta.get("vectors_complete") else "some chunks still without vectors (the next index run adds them)"
     return [
         f"root: {root}",
-        f"index: {index_path}",
+        f"index: {index_path} (schema {meta.get('schema_version', '?')}, chunker {meta.get('chunker_version', '?')})",
         *([f"repositories in this database: {', '.join(repositories) or 'none yet'}"] if repositories is not None else []),
         *([git_line(git, stats.meta)] if git is not None else []),
-        f"files: {stats.files} ({kinds}); {stats.bytes:,} bytes; chunks: {stats.chunks}",
+        f"files: {stats.files:,} ({kinds}); {stats.bytes:,} bytes; chunks: {stats.chunks:,}",
         f"languages: {langs}",
-        # an emptied key (vectors_complete after chunks were written) says nothing
-        *(f"{key}: {value}" for key, value in sorted(stats.meta.items()) if value and key not in {"created_at", "last_change", "git_commit", "git_branch", *HIDDEN_META}),
+        f"model: {model}" + (f", {meta['model_dim']} dimensions; vectors {vectors}" if meta.get("model_dim") else ""),
+        *([f"last change: {_when(meta['last_change'])}"] if meta.get("last_change") else []),
     ]
+
+
+def _when(stamp: str) -> str:
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(stamp)))
+    except ValueError:
+        return stamp
 
 
 def git_line(git: GitState, meta: dict[str, str]) -> str:
