@@ -612,8 +612,9 @@ class SqliteStore:
     @contextmanager
     def writer_lock(self, wait_seconds: float) -> Iterator[None]:
         with index_writer_lock(self.path, wait_seconds):
-            # a rebuild runs only under this lock: a `.rebuild` file found now is a killed one's
-            if not self.read_only:
+            # a rebuild runs only under this lock: a `.rebuild` file found now is a killed one's.
+            # (The connection is not asked whether it is read-only: a search may be using it.)
+            with contextlib.suppress(OSError):
                 SqliteStore.remove(self.path.with_name(self.path.name + ".rebuild"))
             yield
 
