@@ -221,7 +221,13 @@ def test_mcp_calls_at_once_all_answer_and_errors_carry_their_reason(tmp_path: Pa
             nul_query = await session.call_tool("search", {"query": "hub\0"})
             assert nul_query.is_error and "NUL byte" in nul_query.content[0].text
             callers = await session.call_tool("callers", {"name": "hub"})
-            assert not callers.is_error and "showing 500 of 2500" in callers.content[0].text
+            # the closest first, within the token budget, and how to get the rest
+            assert not callers.is_error and "of 2500; pass offset=" in callers.content[0].text
+            assert len(callers.content[0].text) <= 4 * 4_000
+            first = json.loads(callers.content[0].text)
+            offset = int(first["cut"].rsplit("offset=", 1)[1].split()[0])
+            second = json.loads((await session.call_tool("callers", {"name": "hub", "offset": offset})).content[0].text)
+            assert second["cut"].startswith(f"showing {offset + 1}-") and second["references"][0] not in first["references"]
             after = await session.call_tool("search", {"query": "step_7"})
             assert not after.is_error
 

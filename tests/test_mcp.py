@@ -12,7 +12,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from codewhere.mcp_server import size_hits
+from codewhere.agent_answer import compact, search_answer, tokens
 from codewhere.redact import redact
 from codewhere.types import FileKind, Hit
 from tests.conftest import SAMPLE_REPO, write_tree
@@ -41,14 +41,20 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
         tools = await session.list_tools()
         assert {t.name for t in tools.tools} == TOOLS
         assert all(t.description and len(t.description) > 30 for t in tools.tools)
-        schemas = {t.name: t.output_schema for t in tools.tools}
-        assert all(schemas.values()), "every tool declares the shape of its answer"
-        assert {"hits", "query"} <= set(schemas["search"]["properties"])
-        found = payload(await session.call_tool("search", {"query": "charge_credit_card"}))
+        # answers are compact JSON text, once: no output schema, no structured copy of the same answer
+        assert not any(t.output_schema for t in tools.tools)
+        raw = await session.call_tool("search", {"query": "charge_credit_card"})
+        assert raw.structured_content is None and "\n  " not in raw.content[0].text
+        found = payload(raw)
         assert found["hits"][0]["location"] == "src/shop/payment.py:2-6"
-        assert "charge_credit_card" in found["hits"][0]["snippet"]
+        assert "2 def charge_credit_card" in found["hits"][0]["snippet"]  # numbered lines
+        assert "why" not in found["hits"][0]
+        explained = payload(await session.call_tool("search", {"query": "charge_credit_card", "explain": True}))
+        assert explained["hits"][0]["why"]
+        bare = payload(await session.call_tool("search", {"query": "charge_credit_card", "max_lines": 0}))
+        assert "snippet" not in bare["hits"][0]
         code_only = payload(await session.call_tool("search", {"query": "charge_credit_card", "kinds": ["code"]}))
-        assert {h["kind"] for h in code_only["hits"]} == {"code"}
+        assert {h.get("kind", "code") for h in code_only["hits"]} == {"code"}  # code is the kind left unsaid
         outline = payload(await session.call_tool("outline", {"path": "src/shop/cart.py"}))["symbols"]
         assert [s["qualified_name"] for s in outline] == ["Cart", "Cart.__init__", "Cart.add_item", "Cart.total_price"]
         callers = payload(await session.call_tool("callers", {"name": "gateway_request"}))
@@ -88,21 +94,21 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
     anyio.run(session_run, root, body)
 
 
-def test_the_cli_and_the_mcp_tools_answer_in_one_shape(tmp_path: Path, cli) -> None:  # noqa: ANN001
+def test_the_cli_and_the_mcp_tools_answer_alike(tmp_path: Path, cli) -> None:  # noqa: ANN001
+    """The same hits in the same order; an agent's search answer is the compact form (one location,
+    no `why` unless asked), and a graph answer is the CLI's JSON."""
     root = write_tree(tmp_path / "repo", SAMPLE_REPO)
     from_cli = cli("search", "charge_credit_card", str(root), "--json", "-k", "3").json()
     callers_cli = cli("callers", "gateway_request", str(root), "--json").json()
     answers: dict[str, dict] = {}
 
     async def body(session: ClientSession) -> None:
-        found = await session.call_tool("search", {"query": "charge_credit_card", "k": 3})
-        assert found.structured_content == json.loads(found.content[0].text)  # structured output, the same JSON
-        answers["search"] = found.structured_content
+        answers["search"] = payload(await session.call_tool("search", {"query": "charge_credit_card", "k": 3}))
         answers["callers"] = payload(await session.call_tool("callers", {"name": "gateway_request"}))
 
     anyio.run(session_run, root, body)
-    assert [set(h) for h in answers["search"]["hits"]] == [set(h) for h in from_cli["hits"]]
     assert [h["location"] for h in answers["search"]["hits"]] == [h["location"] for h in from_cli["hits"]]
+    assert [h.get("symbol", "") for h in answers["search"]["hits"]] == [h["symbol"] for h in from_cli["hits"]]
     assert answers["callers"] == callers_cli
 
 
@@ -128,14 +134,38 @@ def test_first_index_reports_progress(tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def test_budget_trims_snippets_before_dropping_hits() -> None:
-    hits = [Hit(f"f{i}.py", 1, 40, 1.0, FileKind.CODE, "python", "\n".join(["x" * 80] * 12)) for i in range(30)]
-    roomy = size_hits(hits, 20_000, True)
-    assert len(roomy["hits"]) == 30 and not roomy["trimmed"]
-    tight = size_hits(hits, 1_000, True)
-    assert tight["trimmed"] and len(tight["hits"]) == 30 - tight["dropped"]
-    assert all(h["snippet"].count("\n") <= 3 for h in tight["hits"])
-    tiny = size_hits(hits, 100, True)
-    assert tiny["dropped"] > 0 and len(json.dumps(tiny["hits"])) <= 400
+    hits = [Hit(f"f{i}.py", 1, 40, 1.0, FileKind.CODE, "python", "\n".join(["x" * 80] * 12), snippet_line=1) for i in range(30)]
+    roomy = search_answer(hits, lambda path: None, 10, 20_000, False, True)
+    assert len(roomy["hits"]) == 30 and "trimmed" not in roomy  # type: ignore[arg-type]
+    assert all(h["snippet"].count("\n") == 9 for h in roomy["hits"])  # type: ignore[union-attr, index]
+    tight = search_answer(hits, lambda path: None, 10, 1_000, False, True)
+    assert "trimmed" in tight and all(h.get("snippet", "").count("\n") <= 3 for h in tight["hits"])  # type: ignore[union-attr]
+    assert tokens(compact(tight)) <= 1_000 + 30
+    tiny = search_answer(hits, lambda path: None, 10, 100, False, True)
+    assert 0 < len(tiny["hits"]) < 30 and "dropped" in str(tiny["trimmed"])  # type: ignore[arg-type]
+
+
+def test_tools_list_and_instructions_fit_1500_tokens(tmp_path: Path) -> None:
+    """Issue 51: the tool list cost 6,173 tokens, most of it output schemas."""
+    root = write_tree(tmp_path / "repo", SAMPLE_REPO)
+    sizes: dict[str, int] = {}
+
+    async def body(session: ClientSession) -> None:
+        tools = await session.list_tools()
+        listing = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools.tools]
+        sizes["tools"] = tokens(compact(listing))
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codewhere", "mcp", str(root)], env=dict(os.environ))
+
+    async def run() -> None:
+        async with stdio_client(params) as streams:
+            async with ClientSession(*streams) as session:
+                started = await session.initialize()
+                sizes["instructions"] = tokens(started.instructions or "")
+                await body(session)
+
+    anyio.run(run)
+    assert sizes["tools"] + sizes["instructions"] <= 1_500, sizes
 
 
 @pytest.mark.parametrize("secret", [
@@ -168,7 +198,7 @@ def test_the_server_watches_its_folder_and_answers_without_walking_it(tmp_path: 
         end = time.monotonic() + 20
         while True:  # the watcher applies it beside the answers: poll, with a deadline
             hits = payload(await session.call_tool("search", {"query": "award_loyalty_points", "mode": "keyword"}))["hits"]
-            if hits and hits[0]["path"] == "src/shop/loyalty.py":
+            if hits and hits[0]["location"].startswith("src/shop/loyalty.py:"):
                 break
             assert time.monotonic() < end, "the saved file was not searchable within 20 s"
             await anyio.sleep(0.05)

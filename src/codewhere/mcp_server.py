@@ -19,41 +19,48 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from codewhere import output
-from codewhere.api import DEFAULT_K, SearchRequest
+from codewhere.agent_answer import DEFAULT_LINES, compact, search_answer, tokens
+from codewhere.api import DEFAULT_K, Index, SearchRequest
 from codewhere.errors import CodewhereError
 from codewhere.indexer import Progress, Step
-from codewhere.output import GraphOut, HitOut, ImpactAnswerOut, ReportOut, SearchOut, StatusOut, SymbolsOut
 from codewhere.redact import redact
-from codewhere.types import Hit
 from codewhere.workspace import Workspace
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-DEFAULT_MAX_TOKENS = 20_000  # under the common 25k-token tool-result cap
-CHARS_PER_TOKEN = 4
-SNIPPET_LINES = 12
-SNIPPET_BYTES = 1_200
+DEFAULT_MAX_TOKENS = 4_000  # a search answer's ceiling; the defaults (k 10, 10 lines) stay well under it
+GRAPH_MAX_TOKENS = 4_000  # graph and outline answers: the closest first, then `cut` says how to get more
 
-def size_hits(hits: list[Hit], max_tokens: int, redact_secrets: bool) -> SearchOut:
-    """Hits within a budget: snippets are cut to fewer lines before any hit is dropped."""
-    budget = max_tokens * CHARS_PER_TOKEN
-    for lines in (SNIPPET_LINES, 4, 1, 0):
-        out = [_hit(h, lines, redact_secrets) for h in hits]
-        size = len(json.dumps(out))
-        if size <= budget:
-            return SearchOut(hits=out, trimmed=lines < SNIPPET_LINES, dropped=0)
-    kept: list[HitOut] = []
-    for item in out:
-        if len(json.dumps(kept + [item])) > budget:
+
+def file_lines(index: Index) -> Callable[[str], list[str] | None]:
+    """A reader of an indexed file's lines for snippets (confined to the root; None if unreadable)."""
+    def read(path: str) -> list[str] | None:
+        try:
+            return index.read_file(path)[1].split("\n")
+        except CodewhereError:
+            return None
+    return read
+
+
+def fitted(answer: T, key: str, offset: int, max_tokens: int) -> str:
+    """`answer` with its list `key` from `offset` on, as many items as fit `max_tokens`; `cut`
+    says how many are left and the offset that gets them."""
+    items = list(answer[key])  # type: ignore[index]
+    total = len(items)
+    start = max(0, offset)
+    shown: list[object] = []
+    for item in items[start:]:
+        if tokens(compact({**answer, key: [*shown, item]})) > max_tokens:  # type: ignore[dict-item]
             break
-        kept.append(item)
-    return SearchOut(hits=kept, trimmed=True, dropped=len(hits) - len(kept))
-
-
-def _hit(hit: Hit, lines: int, redact_secrets: bool) -> HitOut:
-    snippet = "\n".join(hit.snippet.split("\n")[:lines])[:SNIPPET_BYTES] if lines else ""
-    return output.hit(hit, redact(snippet) if redact_secrets else snippet)
+        shown.append(item)
+    out: dict[str, object] = {**answer, key: shown}  # type: ignore[dict-item]
+    end = start + len(shown)
+    if end < total:
+        out["cut"] = f"showing {start + 1}-{end} of {total}; pass offset={end} for more"
+    elif start:
+        out["cut"] = f"showing {start + 1}-{end} of {total}"
+    return compact(out)
 
 
 def redacted_signatures(answer: T, redact_secrets: bool) -> T:
@@ -110,114 +117,121 @@ def build_server(workspace: Workspace) -> MCPServer:
         ),
     )
 
-    @server.tool()
+    @server.tool(structured_output=False)
     async def search(query: str, ctx: Context, path: str | None = None, k: int = DEFAULT_K, mode: str = "hybrid",
-                     scope: list[str] | None = None, kinds: list[str] | None = None,
-                     max_tokens: int = DEFAULT_MAX_TOKENS) -> SearchOut:
+                     scope: list[str] | None = None, kinds: list[str] | None = None, max_lines: int = DEFAULT_LINES,
+                     max_tokens: int = DEFAULT_MAX_TOKENS, explain: bool = False) -> str:
         """Find code by meaning or by name: a question in plain words ("where do we retry failed
-        uploads") or an identifier (`raise_for_status`). Returns path:start-end ranges with short
-        snippets, best first. `path` picks a served folder; `scope` limits to sub-folders;
-        `kinds` keeps only these file kinds (code, test, docs, config; default: all);
-        `mode` is hybrid (default), keyword or semantic."""
-        def go(progress: Progress | None) -> SearchOut:
+        uploads") or an identifier (`raise_for_status`). Use it before grep. Returns path:start-end
+        of whole definitions, best first, each with its first line and the matching lines
+        (`max_lines`, 0 = locations only). `scope`: sub-folders; `kinds`: code, test, docs, config;
+        `mode`: hybrid, keyword or semantic; `explain`: why each hit ranked."""
+        def go(progress: Progress | None) -> str:
             index, rel = workspace.index_for(path, progress)
             scopes = list(scope or []) + ([rel] if rel else [])
             request = SearchRequest(query, k=k, mode=mode, scopes=tuple(scopes), kinds=None if kinds is None else tuple(kinds))
             with workspace.deadline(index):
                 hits = index.run(request)
-            out = SearchOut(query=query, **size_hits(hits, max_tokens, workspace.redact_secrets))
+            answer = search_answer(hits, file_lines(index), max_lines, max_tokens, explain, workspace.redact_secrets)
             if note := workspace.freshness(index.root):
-                out["index"] = f"answered from the last committed state; the watcher is {note}"
-            return out
+                answer["index"] = f"answered from the last committed state; the watcher is {note}"
+            return compact(answer)
         return await call(ctx, go)
 
-    @server.tool()
-    async def find_related(path: str, line: int, k: int = DEFAULT_K) -> SearchOut:
-        """Code similar to the chunk at path:line (other implementations of the same idea)."""
-        def go(progress: Progress | None) -> SearchOut:
+    @server.tool(structured_output=False)
+    async def find_related(path: str, line: int, k: int = DEFAULT_K, max_lines: int = DEFAULT_LINES) -> str:
+        """Code similar to the definition at path:line (other implementations of the same idea)."""
+        def go(progress: Progress | None) -> str:
             index, rel = workspace.index_for(path)
             with workspace.deadline(index):
                 hits = index.related(rel or "", line, k)
-            return size_hits(hits, DEFAULT_MAX_TOKENS, workspace.redact_secrets)
+            return compact(search_answer(hits, file_lines(index), max_lines, DEFAULT_MAX_TOKENS, False, workspace.redact_secrets))
         return await call(None, go)
 
-    @server.tool()
-    async def outline(path: str) -> SymbolsOut:
-        """The symbols of one file (functions, classes, methods) with kinds and line spans, nested by parent."""
-        def go(progress: Progress | None) -> SymbolsOut:
+    @server.tool(structured_output=False)
+    async def outline(path: str, offset: int = 0, max_tokens: int = GRAPH_MAX_TOKENS) -> str:
+        """The definitions of one file (functions, classes, methods) with kinds and line spans: read it before the file."""
+        def go(progress: Progress | None) -> str:
             index, rel = workspace.index_for(path)
             with workspace.deadline(index):
-                return redacted_signatures(output.symbols(index.outline(rel or ""), rel or ""), workspace.redact_secrets)
+                answer = output.symbols(index.outline(rel or ""), rel or "")
+            return fitted(redacted_signatures(answer, workspace.redact_secrets), "symbols", offset, max_tokens)
         return await call(None, go)
 
-    @server.tool()
-    async def symbols(query: str, path: str | None = None, k: int = 20) -> SymbolsOut:
+    @server.tool(structured_output=False)
+    async def symbols(query: str, path: str | None = None, k: int = 20) -> str:
         """Find definitions by name or part of a name (exact name first, then all words, then any)."""
-        def go(progress: Progress | None) -> SymbolsOut:
+        def go(progress: Progress | None) -> str:
             index, _ = workspace.index_for(path)
             with workspace.deadline(index):
-                return redacted_signatures(output.symbols(index.symbols(query, k)), workspace.redact_secrets)
+                answer = output.symbols(index.symbols(query, k))
+            return fitted(redacted_signatures(answer, workspace.redact_secrets), "symbols", 0, GRAPH_MAX_TOKENS)
         return await call(None, go)
 
-    def graph_tool(kind: str, name: str, path: str | None, min_confidence: str | None) -> Callable[[Progress | None], GraphOut]:
-        def go(progress: Progress | None) -> GraphOut:
+    def graph_tool(kind: str, name: str, path: str | None, min_confidence: str | None, offset: int,
+                   max_tokens: int) -> Callable[[Progress | None], str]:
+        def go(progress: Progress | None) -> str:
             index, _ = workspace.index_for(path)
             with workspace.deadline(index):
                 symbol, refs = getattr(index, kind)(name, min_confidence)
-            return redacted_signatures(output.references(symbol, refs, MAX_REFERENCES), workspace.redact_secrets)
+            answer = output.references(symbol, refs)
+            return fitted(redacted_signatures(answer, workspace.redact_secrets), "references", offset, max_tokens)
         return go
 
-    @server.tool()
-    async def refs(name: str, path: str | None = None, min_confidence: str | None = None) -> GraphOut:
+    @server.tool(structured_output=False)
+    async def refs(name: str, path: str | None = None, min_confidence: str | None = None, offset: int = 0,
+                   max_tokens: int = GRAPH_MAX_TOKENS) -> str:
         """Every call, import and inheritance that refers to a symbol (name, Owner.name or path:line).
         Each says how it was found (`resolution`, surest first: scip, lsp, jedi, import, same-file,
         unique, ambiguous, external); `min_confidence` drops the less sure ones."""
-        return await call(None, graph_tool("refs", name, path, min_confidence))
+        return await call(None, graph_tool("refs", name, path, min_confidence, offset, max_tokens))
 
-    @server.tool()
-    async def callers(name: str, path: str | None = None, min_confidence: str | None = None) -> GraphOut:
+    @server.tool(structured_output=False)
+    async def callers(name: str, path: str | None = None, min_confidence: str | None = None, offset: int = 0,
+                      max_tokens: int = GRAPH_MAX_TOKENS) -> str:
         """Who calls this function or method (name, Owner.name or path:line); `min_confidence` as in refs."""
-        return await call(None, graph_tool("callers", name, path, min_confidence))
+        return await call(None, graph_tool("callers", name, path, min_confidence, offset, max_tokens))
 
-    @server.tool()
-    async def callees(name: str, path: str | None = None, min_confidence: str | None = None) -> GraphOut:
+    @server.tool(structured_output=False)
+    async def callees(name: str, path: str | None = None, min_confidence: str | None = None, offset: int = 0,
+                      max_tokens: int = GRAPH_MAX_TOKENS) -> str:
         """What this function or method calls, resolved where the name is unambiguous; `min_confidence` as in refs."""
-        return await call(None, graph_tool("callees", name, path, min_confidence))
+        return await call(None, graph_tool("callees", name, path, min_confidence, offset, max_tokens))
 
-    @server.tool()
-    async def impact(name: str, depth: int = 3, path: str | None = None, min_confidence: str | None = None) -> ImpactAnswerOut:
-        """What may break if this symbol changes: transitive callers and subclasses, with distance and
-        the weakest edge on the way (`weakest`); `min_confidence` follows only surer edges.
-        Deep or wide answers are bounded; `cut` then says where the walk stopped."""
-        def go(progress: Progress | None) -> ImpactAnswerOut:
+    @server.tool(structured_output=False)
+    async def impact(name: str, depth: int = 3, path: str | None = None, min_confidence: str | None = None,
+                     offset: int = 0, max_tokens: int = GRAPH_MAX_TOKENS) -> str:
+        """What may break if this symbol changes: transitive callers and subclasses, nearest first,
+        with distance and the weakest edge on the way (`weakest`)."""
+        def go(progress: Progress | None) -> str:
             index, _ = workspace.index_for(path)
             with workspace.deadline(index):
                 symbol, found = index.impact(name, depth, min_confidence)
-            return redacted_signatures(output.impact(symbol, found, MAX_REFERENCES), workspace.redact_secrets)
+            answer = output.impact(symbol, found)
+            return fitted(redacted_signatures(answer, workspace.redact_secrets), "impact", offset, max_tokens)
         return await call(None, go)
 
-    @server.tool()
-    async def index_status(path: str | None = None) -> StatusOut:
-        """Files, chunks, languages and model of the index of a served folder."""
-        def go(progress: Progress | None) -> StatusOut:
+    @server.tool(structured_output=False)
+    async def index_status(path: str | None = None) -> str:
+        """Files, chunks, languages, model and freshness of the index of a served folder."""
+        def go(progress: Progress | None) -> str:
             index, _ = workspace.index_for(path)
-            return output.status(str(index.root), index.store.location, index.status(),
-                                 index.repositories() if index.shared else None, index.git_state(),
-                                 workspace.watch_state(index.root))
+            return compact(output.status(str(index.root), index.store.location, index.status(),
+                                         index.repositories() if index.shared else None, index.git_state(),
+                                         workspace.watch_state(index.root)))
         return await call(None, go)
 
-    @server.tool()
-    async def refresh(ctx: Context, path: str | None = None) -> ReportOut:
+    @server.tool(structured_output=False)
+    async def refresh(ctx: Context, path: str | None = None) -> str:
         """Bring the index up to date now (searches also do this by themselves)."""
-        def go(progress: Progress | None) -> ReportOut:
+        def go(progress: Progress | None) -> str:
             index, _ = workspace.index_for(path, progress)
-            return output.report(index.refresh(progress), index.status())
+            return compact(output.report(index.refresh(progress), index.status()))
         return await call(ctx, go)
 
     return server
 
 
-MAX_REFERENCES = 500  # graph answers list at most this many, nearest or first, and say so
 
 
 CLIENT_CONFIGS = ("claude", "cursor", "codex", "vscode")
