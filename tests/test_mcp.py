@@ -204,3 +204,45 @@ def test_the_server_watches_its_folder_and_answers_without_walking_it(tmp_path: 
             await anyio.sleep(0.05)
 
     anyio.run(session_run, root, body)
+
+
+def _files(*folders: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for folder in folders for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("agent", ["claude", "cursor", "vscode", "codex"])
+def test_install_connects_an_agent_keeping_what_was_there_and_uninstall_removes_only_ours(
+        tmp_path: Path, agent: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tomllib
+
+    from codewhere import install
+    from tests.conftest import run_cli
+
+    root = write_tree(tmp_path / "repo", {**SAMPLE_REPO, "CLAUDE.md": "# Our rules\n", "AGENTS.md": "Be brief.\n"})
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"other": {"command": "x"}}}, indent=2) + "\n")
+    home = tmp_path / "home"
+    (home / ".codex").mkdir(parents=True)
+    (home / ".codex" / "config.toml").write_text('model = "o4"\n\n[mcp_servers.other]\ncommand = "x"\n')
+    monkeypatch.setenv("HOME", str(home))  # codex's file is the user's: ~/.codex/config.toml
+    before = _files(root, home)
+    shown = run_cli("install", "--agent", agent, str(root), "--print")
+    assert shown.code == 0 and "would write" in shown.out
+    assert _files(root, home) == before  # --print writes nothing
+    done = run_cli("install", "--agent", agent, str(root), "--json")
+    assert done.code == 0, done.err
+    entry_file, instructions = (Path(f["path"]) for f in done.json()["files"])
+    if agent == "codex":
+        config = tomllib.loads(entry_file.read_text())
+        assert config["model"] == "o4" and "other" in config["mcp_servers"]
+        server = config["mcp_servers"]["codewhere"]
+    else:
+        servers = json.loads(entry_file.read_text())["servers" if agent == "vscode" else "mcpServers"]
+        server = servers["codewhere"]
+        assert agent != "claude" or "other" in servers  # another server's entry is kept
+    assert server["args"] == ["mcp", str(root.resolve())]
+    assert install.BEGIN in instructions.read_text() and "`search`" in instructions.read_text()
+    again = run_cli("install", "--agent", agent, str(root))
+    assert again.code == 0 and "nothing to write" in again.out  # a second install changes nothing
+    removed = run_cli("install", "--agent", agent, str(root), "--uninstall")
+    assert removed.code == 0, removed.err
+    assert _files(root, home) == before  # exactly what was there before, byte for byte

@@ -193,6 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_yes_option(p)
     _add_watch_options(p)
 
+    p = sub.add_parser("install", help="connect a coding agent: its MCP entry and a short instruction, in its own files")
+    p.add_argument("--agent", required=True, choices=["claude", "cursor", "vscode", "codex"],
+                   help="claude (.mcp.json, CLAUDE.md), cursor (.cursor/), vscode (.vscode/mcp.json), codex (~/.codex/config.toml, AGENTS.md)")
+    p.add_argument("path", nargs="?", default=None, help="the repository (default: the enclosing git repository, else .)")
+    p.add_argument("--print", dest="print_only", action="store_true", help="show what would be written, write nothing")
+    p.add_argument("--uninstall", action="store_true", help="remove what install wrote (and nothing else)")
+    p.add_argument("--json", action="store_true", help="the files written or removed, as JSON")
+
     p = sub.add_parser("watch", help="keep a folder's index current as files change, until interrupted")
     p.add_argument("paths", nargs="*", default=None, help="folders to watch (default: the enclosing git repository, else .)")
     _add_yes_option(p)
@@ -512,6 +520,27 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     return EXIT_HITS
 
 
+def _cmd_install(args: argparse.Namespace) -> Answer:
+    from codewhere import install
+
+    root = resolve_root(args.path or default_root())
+    changes = install.plan(args.agent, root, Path.home(), uninstall=args.uninstall)
+    if not args.print_only:
+        install.apply(changes)
+    lines: list[str] = []
+    for change in changes:
+        verb = ("would remove" if args.print_only else "removed") if change.after is None else \
+            ("would write" if args.print_only else "wrote")
+        lines.append(f"{verb} {change.path}")
+        if args.print_only and change.after is not None:
+            lines += ["    " + line for line in change.after.splitlines()]
+    if not changes:
+        lines.append(f"nothing to {'remove' if args.uninstall else 'write'}: {args.agent} is already "
+                     f"{'without' if args.uninstall else 'connected to'} codewhere on {root}")
+    data = {"agent": args.agent, "root": str(root), "files": [{"path": str(c.path), "removed": c.after is None} for c in changes]}
+    return Answer(data, _print_lines(lines))
+
+
 def _cmd_watch(args: argparse.Namespace) -> int:
     from codewhere.watch import watch_forever
 
@@ -526,6 +555,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Answer | int]] = {
     "mcp": _cmd_mcp,
     "serve": _cmd_serve,
     "watch": _cmd_watch,
+    "install": _cmd_install,
     "model": _cmd_model,
     "config": _cmd_config,
     "index": _cmd_index, "search": _cmd_search, "eval": _cmd_eval, "status": _cmd_status,
