@@ -331,3 +331,25 @@ def test_status_is_a_few_lines_whatever_the_tree_holds(tmp_path: Path, cli) -> N
     data = cli("status", str(root), "--json")
     assert "tree_stamps" not in data.out and len(data.out) < 1_500  # about 300 tokens
     assert data.json()["files"] == 300 and data.json()["model"] == "default"
+
+
+def test_ripgreps_habits_glob_type_files_context_and_usage(sample_repo: Path, cli) -> None:
+    """Issue 52: -C, -l, -g, -t were unrecognized arguments, and the usage shown was the top level's."""
+    only_tests = cli("search", "charge credit card", str(sample_repo), "-g", "tests/**", "--json").json()
+    assert only_tests["hits"] and {h["path"] for h in only_tests["hits"]} == {"tests/test_payment.py"}
+    no_tests = cli("search", "charge credit card", str(sample_repo), "-g", "!tests/", "--json").json()
+    assert no_tests["hits"] and all(not h["path"].startswith("tests/") for h in no_tests["hits"])
+    typed = cli("search", "request", str(sample_repo), "-t", "ts", "--json").json()
+    assert typed["hits"] and {h["language"] for h in typed["hits"]} == {"typescript"}
+    paths = cli("search", "charge credit card", str(sample_repo), "-l").out.splitlines()
+    assert paths and len(paths) == len(set(paths)) and all(":" not in p for p in paths)
+    one = cli("search", "charge_credit_card", str(sample_repo), "-k", "1", "--json").json()["hits"][0]
+    wide = cli("search", "charge_credit_card", str(sample_repo), "-k", "1", "-C", "3", "--json").json()["hits"][0]
+    assert wide["snippet_line"] == max(1, one["snippet_line"] - 3)
+    assert len(wide["snippet"].split("\n")) > len(one["snippet"].split("\n"))
+    capped = cli("search", "charge_credit_card", str(sample_repo), "-k", "1", "-C", "3", "--max-lines", "2")
+    assert len(capped.out.splitlines()) == 3  # the header and two lines
+    unknown = cli("search", "x", str(sample_repo), "--bogus")
+    assert unknown.code == 2 and unknown.err.startswith("usage: codewhere search") and "--bogus" in unknown.err
+    bad_type = cli("search", "x", str(sample_repo), "-t", "cobol")
+    assert_one_line_error(bad_type, "unknown type")

@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
-from codewhere import __version__, output, render
+from codewhere import __version__, hit_filter, output, render
 from codewhere.api import (
     DEFAULT_K,
     EVAL_DEPTH,
@@ -50,6 +50,16 @@ class OutputConsole(Console):
 
 
 err_console = Console(stderr=True)
+
+
+def _natural(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is below 0")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -131,6 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"switch a ranking signal off (repeatable): {', '.join(SIGNALS)}, or all")
     p.add_argument("--no-rerank", action="store_true", help="skip the configured cross-encoder re-ranker")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    rg = p.add_argument_group("ripgrep's habits")
+    rg.add_argument("-g", "--glob", action="append", default=[], metavar="GLOB",
+                    help="only paths matching GLOB, gitignore syntax (`*.py`, `src/**/test_*`); `!GLOB` leaves them out (repeatable)")
+    rg.add_argument("-t", "--type", action="append", default=[], metavar="LANG",
+                    help="only files of this language (py, js, ts, go, rust, java, c, cpp, …; repeatable)")
+    rg.add_argument("-l", "--files-with-matches", action="store_true", help="print only the paths of the hits, best first, once each")
+    rg.add_argument("-C", "--context", type=_natural, metavar="N", help="show N lines before and after each hit's lines")
+    rg.add_argument("-A", "--after-context", type=_natural, metavar="N", help="show N lines after each hit's lines")
+    rg.add_argument("-B", "--before-context", type=_natural, metavar="N", help="show N lines before each hit's lines")
+    rg.add_argument("--max-lines", type=_natural, metavar="N", help="show at most N lines of each hit (0: the header line only)")
+    rg.add_argument("-i", "--ignore-case", action="store_true", help="accepted; a search always ignores case")
     _add_index_options(p, repo_filter=True)
 
     p = sub.add_parser("eval", help="score every retrieval mode on a query file (the study's table)")
@@ -330,21 +351,37 @@ def _cmd_search(args: argparse.Namespace) -> Answer:
     with _open(args) as index:
         # keyword search needs no model: it refreshes text only, unless a model was named
         vectors = args.mode != Mode.KEYWORD.value or args.model is not None
+        path_filter = hit_filter.HitFilter.parse(args.glob, args.type)
         request = SearchRequest(
-            args.query, k=args.k, mode=args.mode, scopes=tuple(args.scope), exclude_tests=args.exclude_tests,
-            exclude_docs=args.exclude_docs, disabled_signals=tuple(args.no_signal), repos=tuple(args.repo),
-            rerank=not args.no_rerank,
+            args.query, k=args.k * path_filter.overfetch, mode=args.mode, scopes=tuple(args.scope),
+            exclude_tests=args.exclude_tests, exclude_docs=args.exclude_docs, disabled_signals=tuple(args.no_signal),
+            repos=tuple(args.repo), rerank=not args.no_rerank,
         )
         with _progress(args) as progress:
-            hits = index.run_fresh(request, progress, vectors=vectors)
+            hits = [h for h in index.run_fresh(request, progress, vectors=vectors) if path_filter.keeps(h)][: args.k]
+        before = args.before_context if args.before_context is not None else args.context
+        after = args.after_context if args.after_context is not None else args.context
+        if before or after or args.max_lines is not None:
+            hits = [hit_filter.with_context(h, _file_lines(index, h.path), before or 0, after or 0, args.max_lines) for h in hits]
         root = str(index.root)
 
     def show() -> None:
-        render.print_hits(OutputConsole(highlight=False), hits)
+        if args.files_with_matches:
+            for path in dict.fromkeys(render.shown_path(h.path) for h in hits):
+                print(path)
+        else:
+            render.print_hits(OutputConsole(highlight=False), hits)
         if not hits:
             err_console.print(f"no hits for {args.query!r}", highlight=False)
 
     return Answer(output.search(args.query, hits, root), show, bool(hits))
+
+
+def _file_lines(index: Index, path: str) -> list[str] | None:
+    try:
+        return index.read_file(path)[1].split("\n")
+    except CodewhereError:
+        return None
 
 
 def _cmd_config(args: argparse.Namespace) -> Answer:
@@ -564,8 +601,19 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], Answer | int]] = {
 }
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments; one a command does not know is told with that command's own usage line."""
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
+        command = commands.choices.get(args.command, parser)
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     handler = ConsoleLogHandler(err_console)  # through the console that draws the bar: a warning never overwrites it
     handler.setFormatter(logging.Formatter("codewhere: %(message)s"))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler], force=True)
