@@ -89,3 +89,32 @@ def test_cli_quiet_before_or_after_the_command_leaves_stderr_empty(sample_repo: 
     for args in (("--quiet", "index", str(sample_repo)), ("index", str(sample_repo), "--quiet")):
         result = cli(*args)
         assert result.code == 0 and result.err == "", args
+
+
+def test_off_a_terminal_each_phase_that_took_a_while_says_so_as_it_ends() -> None:
+    """Issue 52: scanning Django (3.4 s) and the call edges (3 s) printed nothing off a terminal."""
+    out = io.StringIO()
+    now = [0.0]
+    report = LineReporter(Console(file=out, force_terminal=False, width=200), clock=lambda: now[0])
+    for done in range(1, 35):
+        now[0] += 0.1
+        report(Step("scan", done * 200))  # 3.4 s of scanning: under LINE_SECONDS, so no count line
+    report(Step("edges", 0))
+    now[0] += 0.2
+    report(Step("files", 1, 10))  # the edges took 0.2 s: no line
+    now[0] += 1.5
+    report.finish()
+    assert out.getvalue().splitlines() == ["codewhere: scanning 6,800 files: done in 3.3 s",
+                                           "codewhere: reading files 1 files: done in 1.5 s"]
+
+
+def test_the_bar_fits_an_80_column_terminal_with_its_fields_whole(tmp_path: Path) -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=80)
+    with reporter(console) as progress:
+        assert progress is not None
+        for done in range(1, 396):
+            progress(Step("files", done, 4812, "django/db/models/query.py"))
+        progress.bar.refresh()  # type: ignore[attr-defined]
+        shown = [line for line in out.getvalue().replace("\r", "\n").splitlines() if "reading files" in line]
+    assert shown and "…" not in shown[-1] and "395/4812" in shown[-1]

@@ -27,6 +27,7 @@ from rich.text import Text
 from codewhere.indexer import Step
 
 LINE_SECONDS = 5.0  # off a terminal: a line at most this often (and none for work shorter than that)
+PHASE_LINE_SECONDS = 1.0  # ...and one as each phase that took this long ends (scanning Django: 3.4 s, silent before)
 PHASE_WORDS = {"scan": "scanning", "files": "reading files", "edges": "resolving call edges", "vectors": "embedding chunks",
                "model": "building the default model"}
 UNITS = {"scan": "files", "files": "files", "vectors": "chunks", "model": "tokens", "edges": ""}
@@ -58,16 +59,30 @@ class LineReporter:
         self.last_line = self.started
         self.phase = ""
         self.phase_started = self.started
+        self.last_step: Step | None = None
 
     def __call__(self, step: Step) -> None:
         now = self.clock()
         if step.phase != self.phase:
+            self.finish(now)  # a phase that took a while says so as it ends, even if it never reached a line
             self.phase, self.phase_started = step.phase, now
+        self.last_step = step
         if now - self.last_line < LINE_SECONDS:
             return
         self.last_line = now
         self.console.print(f"codewhere: {describe(step, now - self.phase_started)}", highlight=False, markup=False,
                            soft_wrap=True)
+
+    def finish(self, now: float | None = None) -> None:
+        """The phase under way is over: one line for it when it took PHASE_LINE_SECONDS or more."""
+        now = self.clock() if now is None else now
+        step, seconds = self.last_step, now - self.phase_started
+        if step is not None and self.phase and seconds >= PHASE_LINE_SECONDS:
+            counted = f" {step.done:,} {UNITS.get(step.phase, '')}".rstrip() if step.done else ""
+            self.console.print(f"codewhere: {PHASE_WORDS.get(step.phase, step.phase)}{counted}: done in {seconds:,.1f} s",
+                               highlight=False, markup=False, soft_wrap=True)
+            self.last_line = now
+        self.last_step = None
 
 
 def describe(step: Step, seconds: float) -> str:
@@ -118,14 +133,23 @@ def reporter(console: Console, quiet: bool = False) -> Iterator[Callable[[Step],
         yield None
         return
     if not console.is_terminal:
-        yield LineReporter(console)
+        lines = LineReporter(console)
+        yield lines
+        lines.finish()
         return
-    with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
-        TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), TextColumn("[dim]{task.fields[path]}"),
-        console=console, transient=True,
-    ) as bar:
+    with Progress(*bar_columns(console.width), console=console, transient=True) as bar:
         yield BarReporter(bar)
+
+
+def bar_columns(width: int) -> list[ProgressColumn]:
+    """The bar's fields for a terminal `width` wide: on 80 columns every field whole (rich cut
+    its own fields to "48… 395… 0:00…" there), the file being read only where there is room."""
+    columns: list[ProgressColumn] = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=12 if width < 100 else 30),
+                                     MofNCompleteColumn(), RateColumn(), TextColumn("eta"), TimeRemainingColumn()]
+    if width >= 120:
+        columns[-2:-2] = [TimeElapsedColumn()]
+        columns.append(TextColumn("[dim]{task.fields[path]}"))
+    return columns
 
 
 def model_build_steps(show: Callable[[Step], None]) -> Callable[[int, int], None]:
