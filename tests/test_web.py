@@ -321,3 +321,28 @@ def test_in_a_browser_search_open_the_file_and_the_symbol_graph_without_console_
     page.wait_for_selector(".eval table")
     page.close()
     assert problems == []
+
+
+def test_serve_over_a_hostile_tree_answers_at_once(tmp_path: Path) -> None:
+    """Issue 53: a named pipe wedged `serve`; the rest of the hostile set must not either."""
+    from tests.test_hostile import HOSTILE_FILES
+
+    root = write_tree(tmp_path / "repo", {"good.py": "def good_function():\n    return 2\n",
+                                          "deep.js": HOSTILE_FILES["unclosed_arrays.js"], ".gitignore": "*" * 200 + "z\n"})
+    os.mkfifo(root / "pipe.py")
+    with open(os.fsencode(root) + b"/caf\xff.py", "wb") as file:
+        file.write(b"x = 1\n")
+    (root / "everything").symlink_to("/")
+    running = start(root, tmp_path / "cache")
+    try:
+        for _ in range(3):
+            started = time.monotonic()
+            status, body, _ = running.get("/api/search?q=good_function&k=3")
+            assert status == 200 and json.loads(body)["hits"][0]["path"] == "good.py"
+            assert time.monotonic() - started < 1.0
+        assert running.get("/status")[0] == 200
+        status, page, _ = running.get("/file?path=pipe.py")
+        assert status != 200 and "Traceback" not in page
+    finally:
+        stderr = stop(running)
+    assert "Traceback" not in stderr
