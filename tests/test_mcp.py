@@ -246,3 +246,24 @@ def test_install_connects_an_agent_keeping_what_was_there_and_uninstall_removes_
     removed = run_cli("install", "--agent", agent, str(root), "--uninstall")
     assert removed.code == 0, removed.err
     assert _files(root, home) == before  # exactly what was there before, byte for byte
+
+
+def test_a_first_call_during_the_first_index_answers_from_what_is_committed(tmp_path: Path) -> None:
+    """Issue 51: Django's first search waited 76 s for the whole first index."""
+    import time
+
+    root = write_tree(tmp_path / "big", {f"pkg{i // 500}/mod_{i}.py": "".join(
+        f"def handler_{i}_{j}(request):\n    return request.send({j})\n\n" for j in range(10)) for i in range(3000)})
+    timings: dict[str, float] = {}
+
+    async def body(session: ClientSession) -> None:
+        started = time.monotonic()
+        first = payload(await session.call_tool("search", {"query": "handler_0_3", "mode": "keyword"}))
+        timings["first"] = time.monotonic() - started
+        assert "catching up" in first.get("index", ""), first  # says it is partial
+        while "index" in (later := payload(await session.call_tool("search", {"query": "handler_2999_3", "mode": "keyword"}))):
+            await anyio.sleep(1)
+        assert later["hits"][0]["location"].startswith("pkg5/mod_2999.py:")
+
+    anyio.run(session_run, root, body)
+    assert timings["first"] < 15, timings

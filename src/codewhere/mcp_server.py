@@ -253,10 +253,15 @@ def client_config(client: str, roots: list[str]) -> str:
 def serve(roots: list[str], redact_secrets: bool = True, index_file: str | None = None, watch: bool = True,
           poll: bool = False) -> None:
     from codewhere.api import resolve_root
+    from codewhere.config import Settings
 
     workspace = Workspace([resolve_root(r) for r in roots], redact_secrets, index_file)
     if watch:
+        new = [root for root in workspace.roots if index_file is None and not Settings.load(root).index_path_for(root).exists()]
         workspace.watch(poll=poll)
+        for root in new:  # the client shows the server's stderr: say why the first answers are partial
+            print(f"codewhere: indexing {root} in the background; until it is done an answer comes from what "
+                  "is indexed so far and says so", file=sys.stderr, flush=True)
     try:
         build_server(workspace).run("stdio")
     finally:

@@ -22,6 +22,7 @@ T = TypeVar("T")
 QUERY_SECONDS = 30.0  # a question (not the refresh before it) running longer is stopped
 BUSY_SECONDS = 60.0  # a call waits this long for the one before it, then says the server is busy
 SETTLE_SECONDS = 2.0  # a one-file question waits this long for a running refresh to let go of the index
+FIRST_ANSWER_SECONDS = 2.0  # a question during a first index waits this long, then answers from what is committed
 
 
 class Workspace:
@@ -101,8 +102,12 @@ class Workspace:
         watcher = self._watchers.get(root)
         if watcher is None or watcher.status.state in (UNAVAILABLE, STOPPED):
             return self._checked(index, progress)  # no watch: look at every file before answering
-        if not watcher.live() and "root" not in index.store.meta() and not watcher.wait_ready(progress):
-            return self._checked(index, progress)  # the first index is being built: wait for it
+        if not watcher.live() and "root" not in index.store.meta():
+            # the first index is being built in the background: a moment for a small tree to finish,
+            # then the answer comes from what it has committed so far (`freshness` says how far)
+            watcher.wait_ready(progress, timeout=FIRST_ANSWER_SECONDS)
+            if watcher.status.state in (UNAVAILABLE, STOPPED):
+                return self._checked(index, progress)  # no watch after all: look at every file
         return index  # current, or catching up: the last commit answers (`freshness` says which)
 
     @staticmethod
