@@ -26,8 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from codewhere.api import Index  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
+from codewhere.embed.registry import DEFAULT_MODEL  # noqa: E402
 from codewhere.evaluate import IndexedSpans, load_query_file, score_query  # noqa: E402
-from codewhere.search.params import DEFAULT_PARAMS, RankingParams  # noqa: E402
+from codewhere.search.params import RankingParams  # noqa: E402
+from codewhere.search.ranking_sets import RankingSet, named_set, ranking_set_for  # noqa: E402
 from codewhere.types import Filters  # noqa: E402
 from function_bench import judge, summary  # noqa: E402
 from semble_bench import SHARED, indexed_root, mirror_for  # noqa: E402
@@ -48,18 +50,23 @@ def main() -> None:
     parser.add_argument("--functions", type=Path, metavar="FILE", help="mine_functions.py's output: add function-level MRR@10")
     parser.add_argument("--no-signal", action="append", default=[], metavar="NAME", help="fit with this signal off")
     parser.add_argument("--index-cache", type=Path, metavar="DIR", help="keep the indexes here between runs")
+    parser.add_argument("--model", help="the embedding model, as `codewhere index --model` (default: the static default)")
+    parser.add_argument("--ranking-set", metavar="NAME",
+                        help="start from this set (search/ranking_sets.py; default: the one fitted for the model)")
     args = parser.parse_args()
     args.repo = args.repo or list(DEV)
     if overlap := set(args.repo) & set(REPORTED):
         raise SystemExit(f"{', '.join(sorted(overlap))}: reported repos (benchmarks/splits.py); fit on the dev split")
     specs = {s["name"]: s for s in json.loads((SHARED / "repos.json").read_text())}
+    settings = Settings(cache_dir=args.index_cache or Path(tempfile.mkdtemp(prefix="fit-")),
+                        models_dir=Settings.from_env().model_cache, model=args.model)
+    base = named_set(args.ranking_set) if args.ranking_set else ranking_set_for(args.model or DEFAULT_MODEL)
+    print(f"fitting from the set {base.name!r}", file=sys.stderr)
     grid: dict[str, list[float]] = {}
     for item in args.grid:
         name, values = item.split("=", 1)  # an unknown name or a value that is no number stops here
-        grid[name.lower()] = [getattr(DEFAULT_PARAMS.with_values({name: v}), name.lower()) for v in values.split(",")]
-    params = DEFAULT_PARAMS
-    settings = Settings(cache_dir=args.index_cache or Path(tempfile.mkdtemp(prefix="fit-")),
-                        models_dir=Settings.from_env().model_cache)
+        grid[name.lower()] = [getattr(base.params.with_values({name: v}), name.lower()) for v in values.split(",")]
+    params = base.params
     commits: dict[str, list[dict]] = defaultdict(list)
     for q in json.loads(args.functions.read_text()) if args.functions else []:
         if q["repo"] in args.repo:
@@ -78,7 +85,7 @@ def main() -> None:
         per_repo, by_category = {}, defaultdict(list)
         outcomes = []
         for name, index, queries, indexed in repos:
-            index.ranking = params
+            index.ranking_override = RankingSet("fit", params, base.off)
             outcomes += [judge(index.search(q["query"], k=10, disabled_signals=args.no_signal), q, 0.0) for q in commits[name]]
             scores = [score_query(index.search(q.query, k=10, disabled_signals=args.no_signal), q, n)[1] for q, n in zip(queries, indexed, strict=True)]
             per_repo[name] = sum(scores) / len(scores)
@@ -118,7 +125,7 @@ def main() -> None:
         return
     results = []
     for combo in itertools.product(*grid.values()):
-        mean, per_repo = score(DEFAULT_PARAMS.with_values(dict(zip(grid, combo, strict=True))))
+        mean, per_repo = score(base.params.with_values(dict(zip(grid, combo, strict=True))))
         results.append((mean, dict(zip(grid, combo, strict=True)), per_repo))
         print(f"{mean:.4f} {dict(zip(grid, combo, strict=True))}", file=sys.stderr, flush=True)
     results.sort(key=lambda r: -r[0])

@@ -40,7 +40,6 @@ from codewhere.embed.registry import ensure_default_model  # noqa: E402
 from codewhere.evaluate import load_query_file  # noqa: E402
 from codewhere.languages import language_of  # noqa: E402
 from codewhere.parse import parse  # noqa: E402
-from codewhere.search.params import DEFAULT_PARAMS  # noqa: E402
 from codewhere.types import Hit  # noqa: E402
 from mine_functions import show_file  # noqa: E402
 from semble_bench import SHARED, codewhere_engine, indexed_root, mirror_for, semble_engine  # noqa: E402
@@ -133,13 +132,14 @@ def main() -> None:
     parser.add_argument("--methods", default="hybrid,fusion,keyword", help="codewhere columns (default: hybrid,fusion,keyword)")
     parser.add_argument("--peer", choices=["semble"], help="also run this peer in the same run")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a ranking parameter")
+    parser.add_argument("--ranking-set", metavar="NAME", help="rank with this parameter set (default: the model's; neutral, ...)")
     parser.add_argument("--json", metavar="FILE", help="write the summary and every outcome as JSON")
     parser.add_argument("--index-cache", type=Path, metavar="DIR", help="keep codewhere's indexes here between runs")
     parser.add_argument("--model", help="codewhere's embedding model, as `codewhere index --model` (default: the static default)")
     parser.add_argument("--with-spans", action="store_true", help="add semble's queries with line-span targets")
     parser.add_argument("--with-study", action="store_true", help="add the requests study (on the repository requests)")
     args = parser.parse_args()
-    ranking = DEFAULT_PARAMS.with_values(dict(item.split("=", 1) for item in args.set))
+    values = dict(item.split("=", 1) for item in args.set)
     questions: dict[str, list[dict]] = defaultdict(list)
     for q in json.loads(Path(args.queries).read_text()):
         questions[q["repo"]].append(q)
@@ -159,7 +159,7 @@ def main() -> None:
     os.environ["SEMBLE_CACHE_LOCATION"] = str(work / "semble-cache")
     cache = args.index_cache or work / "codewhere-cache"
     cold = args.index_cache is None
-    engines = {method: codewhere_engine(cache, models, method, ranking, cold, args.model)
+    engines = {method: codewhere_engine(cache, models, method, values, cold, args.model, args.ranking_set)
                for method in args.methods.split(",") if method}
     if args.peer == "semble":
         engines["semble"] = semble_engine(model_folder)

@@ -35,7 +35,7 @@ from codewhere.api import Index, eval_method, eval_mode  # noqa: E402
 from codewhere.config import Settings  # noqa: E402
 from codewhere.embed.registry import ensure_default_model  # noqa: E402
 from codewhere.evaluate import EvalQuery, IndexedSpans, load_query_file, score_query  # noqa: E402
-from codewhere.search.params import DEFAULT_PARAMS, RankingParams  # noqa: E402
+from codewhere.search.ranking_sets import RankingSet, named_set  # noqa: E402
 from codewhere.types import FileKind, Filters, Hit  # noqa: E402
 from corpora import from_git  # noqa: E402
 from splits import SPLITS  # noqa: E402
@@ -98,9 +98,18 @@ def evaluate_engine(
     return RepoRun(repo, language, len(spans), index_ms, statistics.median(latencies), ndcg, [q.category for q in queries], indexed)
 
 
+def chosen_ranking(index: Index, set_name: str | None, values: dict[str, str]) -> RankingSet | None:
+    """`--ranking-set` picks a set by name (default: the one fitted for the index's model);
+    `--set` changes some of its values. None: the index's own set, as a user gets it."""
+    if set_name is None and not values:
+        return None
+    base = index.ranking_set if set_name is None else named_set(set_name)
+    return RankingSet(base.name + (" with --set" if values else ""), base.params.with_values(values), base.off)
+
+
 def codewhere_engine(
-    cache: Path, models: Path, method: str = "hybrid", ranking: RankingParams = DEFAULT_PARAMS, cold: bool = True,
-    model: str | None = None,
+    cache: Path, models: Path, method: str = "hybrid", values: dict[str, str] | None = None, cold: bool = True,
+    model: str | None = None, set_name: str | None = None,
 ) -> tuple[Callable, Callable]:
     """`method` as in `codewhere eval --modes`: hybrid, fusion, -SIGNAL, +SIGNAL. `cold`: each
     repository indexed from nothing (its index time is measured); otherwise an index left in
@@ -113,7 +122,7 @@ def codewhere_engine(
         if root not in built:  # several methods share one index of a repo
             index = Index.open(root, settings=Settings(cache_dir=cache, models_dir=models, model=model), rebuild=cold, warm=True)
             index.refresh(rebuild=cold)
-            index.ranking = ranking
+            index.ranking_override = chosen_ranking(index, set_name, values or {})
             built[root] = (index, IndexedSpans(index.store.chunk_spans(Filters())))
         return built[root]
 
@@ -172,10 +181,13 @@ def main() -> None:
                         help="keep codewhere's indexes here and reuse them (index times are then not cold)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="override a ranking parameter of search/params.py (for fitting on a dev split)")
+    parser.add_argument("--ranking-set", metavar="NAME",
+                        help="rank with this parameter set (search/ranking_sets.py: default, onnx:minilm, neutral) "
+                             "instead of the one fitted for the model")
     args = parser.parse_args()
     if args.split:
         args.repo = [*args.repo, *SPLITS[args.split]]
-    ranking = DEFAULT_PARAMS.with_values(dict(item.split("=", 1) for item in args.set))
+    values = dict(item.split("=", 1) for item in args.set)
 
     specs = json.loads((SHARED / "repos.json").read_text())
     explicit = dict(item.split("=", 1) for item in args.checkout)
@@ -191,8 +203,8 @@ def main() -> None:
     engines = {}
     for method in args.methods.split(","):
         label = "codewhere" if method == "hybrid" else f"codewhere{method}" if method[0] in "+-" else f"codewhere-{method}"
-        engines[label] = codewhere_engine(args.index_cache or work / "codewhere-cache", models, method, ranking,
-                                          cold=args.index_cache is None, model=args.model)
+        engines[label] = codewhere_engine(args.index_cache or work / "codewhere-cache", models, method, values,
+                                          cold=args.index_cache is None, model=args.model, set_name=args.ranking_set)
     if args.peer == "semble":
         engines["semble"] = semble_engine(model_folder)
 

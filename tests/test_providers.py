@@ -52,6 +52,26 @@ def test_bundled_onnx_minilm_embeds_and_indexes(tmp_path: Path, open_sqlite_inde
     again = open_sqlite_index(root)  # no --model: the index's own model is loaded again
     assert again.embedder().info == embedder.info
     assert [h.path for h in again.search("pay with a credit card", mode="semantic", k=3)] == [h.path for h in hits]
+    assert again.ranking_set.name == "onnx:minilm"  # the set fitted for MiniLM's vectors ranks its hybrid answers
+
+
+@needs_onnx
+def test_a_transformer_query_is_embedded_once_per_process(monkeypatch) -> None:  # noqa: ANN001
+    from codewhere.embed import onnx
+    from codewhere.embed.onnx import load_onnx
+
+    embedder = load_onnx("minilm")
+    first = embedder.embed_query("pay with a credit card")
+    runs = []
+    original = embedder._run
+    monkeypatch.setattr(embedder, "_run", lambda texts, *a: runs.append(texts) or original(texts, *a))
+    assert np.array_equal(embedder.embed_query("pay with a credit card"), first) and runs == []
+    assert not first.flags.writeable  # a caller cannot change what the next one gets
+    monkeypatch.setattr(onnx, "QUERY_CACHE", 2)
+    for text in ("a", "b", "c"):
+        embedder.embed_query(text)
+    embedder.embed_query("pay with a credit card")  # pushed out by three newer ones: embedded again
+    assert runs[-1] == ["pay with a credit card"]
 
 
 @needs_onnx

@@ -200,6 +200,11 @@ def test_fifo_is_not_a_regular_file(tmp_path: Path) -> None:
         ("tools/defs.bzl", FileKind.CONFIG),
         ("app/build.gradle.kts", FileKind.CONFIG),
         ("app/src/main/Main.kts", FileKind.CODE),
+        # translation catalogs are not code (issue 52: Django's .po files led "enter a valid email address")
+        ("django/conf/locale/de/LC_MESSAGES/django.po", FileKind.CONFIG),
+        ("locale/messages.pot", FileKind.CONFIG),
+        ("Resources/Strings.resx", FileKind.CONFIG),
+        ("App/en.lproj/Localizable.strings", FileKind.CONFIG),
     ],
 )
 def test_kind_rules_cover_common_layouts(path: str, kind: FileKind) -> None:

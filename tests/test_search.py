@@ -164,12 +164,15 @@ def test_a_ranking_file_changes_the_numbers_the_search_uses(sample_repo: Path, t
 
     with Index.open(sample_repo, settings=Settings.from_env(), embedder=FakeEmbedder()) as index:
         index.refresh()
-        assert index.search("charge_credit_card", k=1)[0].why["definition"] > 1
-    (tmp_path / "fit.toml").write_text("[ranking]\ndefinition_boost = 0\ndefinition_file_boost = 0\n")
+        # no set was fitted for the fake model: plain fusion, no definition factor
+        assert index.ranking_set.name == "neutral"
+        assert "definition" not in index.search("charge_credit_card", k=1)[0].why
+    (tmp_path / "fit.toml").write_text("[ranking]\ndefinition_boost = 0.25\ndefinition_file_boost = 0\n")
     monkeypatch.setenv("CODEWHERE_RANKING_PARAMS", str(tmp_path / "fit.toml"))
     with Index.open(sample_repo, settings=Settings.from_env(), embedder=FakeEmbedder()) as index:
-        assert index.ranking.definition_boost == 0.0
-        assert "definition" not in index.search("charge_credit_card", k=1)[0].why
+        assert index.ranking_set.params.definition_boost == 0.25
+        assert index.ranking_set.name == f"file {tmp_path / 'fit.toml'}"
+        assert index.search("charge_credit_card", k=1)[0].why["definition"] == 1.25
 
 
 def test_the_public_api_is_one_import(sample_repo: Path) -> None:

@@ -26,9 +26,10 @@ from codewhere.errors import (
 )
 from codewhere.indexer import IndexReport, Progress
 from codewhere.search import engine
-from codewhere.search.params import DEFAULT_PARAMS, RankingParams
+from codewhere.search.params import RankingParams
 from codewhere.search.query import parse_query
 from codewhere.search.ranking import SIGNALS
+from codewhere.search.ranking_sets import RankingSet, ranking_set_for
 from codewhere.store import SearchReader, Store, StoreStats, open_store
 from codewhere.store.shared_vectors import SharedVectors
 from codewhere.store.warm import WarmReader
@@ -171,8 +172,13 @@ class Index:
         self.settings = settings
         self._embedder = embedder
         self.model_build_progress: BuildProgress | None = None
-        # the ranking's numbers: the fitted defaults, or a fit's or an experiment's (see search/params.py)
-        self.ranking = RankingParams.from_toml(settings.ranking_file) if settings.ranking_file else DEFAULT_PARAMS
+        # the ranking's numbers from a TOML file (a fit's or an experiment's, see search/params.py);
+        # else the set fitted for the index's model (search/ranking_sets.py)
+        self._ranking_file = (
+            RankingSet(f"file {settings.ranking_file}", RankingParams.from_toml(settings.ranking_file))
+            if settings.ranking_file else None
+        )
+        self.ranking_override: RankingSet | None = None  # a fit's or a benchmark's set, ahead of both
 
     @classmethod
     def open(
@@ -236,6 +242,12 @@ class Index:
     def model_name(self) -> str:
         recorded = self.store.model()
         return self.settings.model or (recorded.id if recorded else DEFAULT_MODEL)
+
+    @property
+    def ranking_set(self) -> RankingSet:
+        """The ranking parameters in force: a fit's, a TOML file's, else those fitted for the model."""
+        model = self._embedder.info.id if self._embedder is not None else self.model_name
+        return self.ranking_override or self._ranking_file or ranking_set_for(model)
 
     def embedder(self) -> Embedder:
         """The embedding model, loaded once, and refused if the index was built with another."""
@@ -456,10 +468,11 @@ class Index:
                 raise QueryError(f"unknown kind in {list(request.kinds)}", "use code, test, docs or config") from exc
             filters = replace(filters, exclude_kinds=tuple(kind for kind in FileKind if kind not in wanted))
         embedder = None if mode is Mode.KEYWORD else self.embedder()
-        off = signal_set(request.disabled_signals)
+        ranking = self.ranking_set
+        off = signal_set(request.disabled_signals) | ranking.off
         reranker = self.reranker() if request.rerank else None
         hits = engine.search(self.reader, parse_query(query), k, mode, filters, embedder, off, reranker,
-                             self.settings.rerank_top_n, self.ranking)
+                             self.settings.rerank_top_n, ranking.params)
         if not hits and filters.scopes and not self.store.indexed_paths(Filters(scopes=filters.scopes, repos=filters.repos)):
             raise QueryError(f"--scope {', '.join(filters.scopes)} matches no indexed file in {self.root}",
                              "give a folder or file path relative to the root, e.g. --scope src/")

@@ -364,6 +364,7 @@ def _cmd_search(args: argparse.Namespace) -> Answer:
         if before or after or args.max_lines is not None:
             hits = [hit_filter.with_context(h, _file_lines(index, h.path), before or 0, after or 0, args.max_lines) for h in hits]
         root = str(index.root)
+        ranking = index.ranking_set.name
 
     def show() -> None:
         if args.files_with_matches:
@@ -374,7 +375,7 @@ def _cmd_search(args: argparse.Namespace) -> Answer:
         if not hits:
             err_console.print(f"no hits for {args.query!r}", highlight=False)
 
-    return Answer(output.search(args.query, hits, root), show, bool(hits))
+    return Answer(output.search(args.query, hits, root, ranking), show, bool(hits))
 
 
 def _file_lines(index: Index, path: str) -> list[str] | None:

@@ -27,6 +27,7 @@ LANGUAGE_BY_EXTENSION: dict[str, str] = {
     ".json": "json", ".jsonc": "json", ".yaml": "yaml", ".yml": "yaml", ".toml": "toml",
     ".ini": "ini", ".cfg": "ini", ".xml": "xml", ".gradle": "groovy", ".groovy": "groovy",
     ".proto": "protobuf", ".graphql": "graphql", ".tf": "hcl", ".cmake": "cmake", ".bzl": "starlark",
+    ".po": "gettext", ".pot": "gettext", ".strings": "strings", ".xlf": "xml", ".xliff": "xml", ".resx": "xml",
 }
 
 LANGUAGE_BY_FILENAME: dict[str, str] = {
@@ -38,7 +39,9 @@ LANGUAGE_BY_FILENAME: dict[str, str] = {
 DOCS_LANGUAGES = frozenset({"markdown", "rst", "text", "asciidoc"})
 # build descriptions (CMake, Bazel) are configuration too: they name every source file and so
 # match questions about the code they build
-CONFIG_LANGUAGES = frozenset({"json", "yaml", "toml", "ini", "xml", "cmake", "starlark"})
+# translation catalogs (gettext) step back with configuration: they hold every user-facing string
+# of the code in each language, so a question in words finds Django's 3,752 `.po` chunks first
+CONFIG_LANGUAGES = frozenset({"json", "yaml", "toml", "ini", "xml", "cmake", "starlark", "gettext", "strings"})
 
 # Whole file names that are documentation whatever their extension.
 _DOCS_NAME = re.compile(
@@ -78,7 +81,7 @@ ASSET_EXTENSIONS = frozenset({
     ".webp", ".tif", ".tiff", ".mp3", ".mp4", ".wav", ".ogg", ".webm", ".mov", ".avi",
     ".woff", ".woff2", ".ttf", ".otf", ".eot", ".zip", ".gz", ".tgz", ".bz2", ".xz", ".7z",
     ".tar", ".jar", ".whl", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".pyc", ".class",
-    ".wasm", ".sqlite", ".db", ".pkl", ".npy", ".npz", ".onnx", ".safetensors", ".bin",
+    ".wasm", ".sqlite", ".db", ".pkl", ".npy", ".npz", ".onnx", ".safetensors", ".bin", ".mo",
 })
 
 # Minified bundles and source maps, by name (skipped unless index.include_minified); a file whose

@@ -133,6 +133,8 @@ def build_server(workspace: Workspace) -> MCPServer:
             with workspace.deadline(index):
                 hits = index.run(request)
             answer = search_answer(hits, file_lines(index), max_lines, max_tokens, explain, workspace.redact_secrets)
+            if explain:
+                answer["ranking"] = index.ranking_set.name
             if note := workspace.freshness(index.root):
                 answer["index"] = f"answered from the last committed state; the watcher is {note}"
             return compact(answer)

@@ -51,6 +51,7 @@ class SearchOut(TypedDict):
     trimmed: NotRequired[bool]  # MCP: snippets were cut to fit the answer's token budget
     dropped: NotRequired[int]  # MCP: hits left out to fit it
     index: NotRequired[str]  # MCP: the index was being refreshed as this answer was given, and how far
+    ranking: NotRequired[str]  # the parameter set that ranked (search/ranking_sets.py): the model it was fitted for, or neutral
 
 
 class SymbolOut(TypedDict):
@@ -115,10 +116,12 @@ def _why(why: dict[str, object]) -> Why:
     return Why(**why)  # type: ignore[typeddict-item]  # the engine writes only Why's keys
 
 
-def search(query: str, hits: Sequence[Hit], root: str | None = None) -> SearchOut:
+def search(query: str, hits: Sequence[Hit], root: str | None = None, ranking: str | None = None) -> SearchOut:
     out = SearchOut(query=query, hits=[hit(h) for h in hits])
     if root is not None:
         out["root"] = root
+    if ranking is not None:
+        out["ranking"] = ranking
     return out
 
 

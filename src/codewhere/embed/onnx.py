@@ -21,6 +21,7 @@ BUNDLED_MINILM = "minilm"
 # 16 → 30.4 s, 901 MB; 8 → 31.6 s, 597 MB; 4 → 31.6 s, 409 MB. Padding long batches costs both.
 BATCH_SIZE = 4
 INSTALL_HINT = "pip install 'codewhere[onnx]'"
+QUERY_CACHE = 256
 
 
 def _sha256(path: Path) -> str:
@@ -60,6 +61,7 @@ class OnnxEmbedder:
         fingerprint = f"onnx:{_sha256(model_file)[:16]}:{_sha256(tokenizer_file)[:16]}:{self.max_seq_length}"
         self._info = ModelInfo(model_id, int(probe.shape[1]), fingerprint)
         self.documents_truncated = 0
+        self._queries: dict[str, np.ndarray] = {}
 
     @property
     def info(self) -> ModelInfo:
@@ -93,7 +95,16 @@ class OnnxEmbedder:
         return self._run([self.convention.document_prefix + t for t in texts], count_truncation=True)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._run([self.convention.query_prefix + text])[0]
+        """A query's vector, kept for the process's next QUERY_CACHE questions: a transformer
+        pass costs 10-20 ms on two cores, and agents and benchmarks ask the same question again."""
+        vector = self._queries.pop(text, None)
+        if vector is None:
+            vector = self._run([self.convention.query_prefix + text])[0]
+            vector.setflags(write=False)
+        self._queries[text] = vector  # most recent last
+        if len(self._queries) > QUERY_CACHE:
+            del self._queries[next(iter(self._queries))]
+        return vector
 
 
 def load_onnx(spec: str, max_seq_length: int | None = None) -> OnnxEmbedder:

@@ -52,9 +52,12 @@ def hybrid_ranked(
     # the function signal orders a file's chunks by their BM25 scores: read deeper than fusion does
     deeper = params.function_keyword_depth if "function" not in disabled else 0
     keyword = bm25_ranking(store, query, max(params.rrf_depth, deeper), filters, params)
+    # ... and, where it weighs them by meaning too, the vector list
+    semantic_deeper = params.function_semantic_depth if deeper and params.function_semantic_weight and not query.name_like else 0
+    semantic = store.vector_search(embedder.embed_query(query.text), max(params.rrf_depth, semantic_deeper), filters)
     rankings = {
         "keyword": [cid for cid, _ in keyword[:params.rrf_depth]],
-        "semantic": [cid for cid, _ in store.vector_search(embedder.embed_query(query.text), params.rrf_depth, filters)],
+        "semantic": [cid for cid, _ in semantic[:params.rrf_depth]],
     }
     if disabled >= set(ranking.SIGNALS):  # plain fusion: the baseline the signals are measured against
         rankings["names"] = definition_ranking(store, query, params.rrf_depth, filters)
@@ -77,6 +80,7 @@ def hybrid_ranked(
         chunks, [score for _, score, _ in found], [why for _, _, why in found], query, steps, params,
         lambda: _evidence(store, chunks, filters, params), lambda ids: store.chunk_rows(ids, filters), limit,
         dict(keyword), file_bm25(store, query, params.file_words_depth, filters, params) if "file-words" not in disabled else {},
+        {cid: rank for rank, (cid, _) in enumerate(semantic, start=1)} if semantic_deeper else {},
     )
 
 

@@ -21,6 +21,10 @@ class RankingParams:
     candidates: int = 50  # fused candidates the signals re-rank
     semantic_weight_for_identifiers: float = 0.5  # query shape: an identifier is found by name, not by meaning ...
     names_weight_for_identifiers: float = 3.0  # ... and first where it is defined: the definers' list outweighs BM25's
+    # a question in words: how much the vector list and BM25's weigh (a model that knows what words
+    # mean in context earns more than one whose vectors are a bag of token vectors)
+    semantic_weight_for_prose: float = 1.0
+    keyword_weight_for_prose: float = 1.0
     definition_boost: float = 0.8  # × (1 + boost) for a chunk that defines a queried name
     definition_file_boost: float = 0.5  # × (1 + boost) more when its file is named after it (`SqlMapper.cs`, `request.rb`)
     test_penalty: float = 0.2  # × for tests, unless the query asks about tests
@@ -43,6 +47,12 @@ class RankingParams:
     anonymous_chunk_factor: float = 0.5  # function: × a chunk of no definition (imports, doc comments between functions), in its file's order
     function_keyword_depth: int = 100  # function: the keyword list is read this deep for the BM25 scores of a file's chunks ...
     function_length_exponent: float = 0.1  # ... each × its definition's lines to this power
+    # ... and × (1 + weight × k / (k + its rank in the vector list, read this deep)): a question in
+    # words ranks a file's functions by its words alone otherwise (README's example put the docstring
+    # naming `no_proxy` above the function that skips the proxy). 0: words alone
+    function_semantic_weight: float = 0.0
+    function_semantic_k: int = 10
+    function_semantic_depth: int = 100
     # function: when the question's words stand out in one file (the second file's whole-file BM25
     # below `function_runner_up_when` × the first's), the first ranked file's second definition is
     # placed at least at its first's score × this × its match / the first's match (0: never;

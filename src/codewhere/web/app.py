@@ -198,10 +198,10 @@ class Pages:
             root, asked = self._search_request(request)
             if asked is None:
                 raise QueryError("the query is empty", "pass ?q=words or an identifier")
-            hits = self._ask(root, lambda index: index.run(asked))
+            hits, ranking = self._ask(root, lambda index: (index.run(asked), index.ranking_set.name))
         except CodewhereError as exc:
             return JSONResponse({"error": exc.message, "hint": exc.hint}, status_code=400)
-        return JSONResponse(output.search(asked.query, hits, str(self.workspace.roots[root])))
+        return JSONResponse(output.search(asked.query, hits, str(self.workspace.roots[root]), ranking))
 
     # ---- a file ----------------------------------------------------------------------------
 

@@ -51,13 +51,15 @@ def rank(
     limit: int | None = None,
     keyword: Mapping[int, float] | None = None,
     files: Mapping[tuple[str, str], float] | None = None,
+    semantic: Mapping[int, int] | None = None,
 ) -> list[Ranked]:
     """The `signals` over fused candidates (their rows, fused scores and `why`s): the best `limit`
     (default all), best first, each with its signals' factors in `why`. `evidence` reads the
     links only when that signal runs (not when the query asks for tests or docs); `fetch` reads
     the chunks they point at that are not candidates yet, which join at score 0. `keyword`: BM25
     scores by chunk id, which `function` orders a file's chunks by; `files`: BM25 scores of whole
-    files by (repository, path), which `file-words` lifts a file's chunks by."""
+    files by (repository, path), which `file-words` lifts a file's chunks by; `semantic`: ranks in
+    the vector list by chunk id, which `function` weighs a file's chunks by too (where the set says so)."""
     run = Scores(rows, scores, whys, params)
     if "definition" in signals and query.names:  # no name asked for: the factor is 1 for every chunk
         run.multiply(query, [("definition", definition_factor)])
@@ -73,7 +75,7 @@ def rank(
     if "file-words" in signals and files:
         lift_by_file_words(run, files)
     if "function" in signals:
-        capped = place_functions(run, query, own, scores, keyword or {}, capped, files or {})
+        capped = place_functions(run, query, own, scores, keyword or {}, capped, files or {}, semantic or {})
     order = run.ranked()
     if capped:  # file_repeat_decay 0: a file's extra chunks after every file's kept ones
         order = [i for i in order if i not in capped] + [i for i in order if i in capped]

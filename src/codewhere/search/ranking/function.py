@@ -31,14 +31,16 @@ from codewhere.types import ChunkRow
 
 def place_functions(
     run: Scores, query: Query, own: Sequence[float], fused: Sequence[float], keyword: Mapping[int, float],
-    capped: set[int], files: Mapping[tuple[str, str], float],
+    capped: set[int], files: Mapping[tuple[str, str], float], semantic: Mapping[int, int] | None = None,
 ) -> set[int]:
     """Re-place each file's chunks by their match (above), in the places the file already holds.
     `own`: each chunk's score before the file-level signals; `fused`: its fused score (a chunk
     evidence brought in has none); `keyword`: BM25 scores by chunk id; `files`: whole files'
-    BM25 scores, which say whether one file stands out (none when `file-words` is off). Returns `capped` (the chunks a hard cap
+    BM25 scores, which say whether one file stands out (none when `file-words` is off); `semantic`:
+    ranks in the vector list, read deeper than fusion reads it (none unless the set weighs them). Returns `capped` (the chunks a hard cap
     puts after every file's first) for the new order."""
     p = run.p
+    semantic = semantic or {}
 
     def step_back(i: int) -> float:
         row = run.rows[i]
@@ -47,7 +49,11 @@ def place_functions(
     def match(i: int) -> float:
         row = run.rows[i]
         gained = own[i] / fused[i] if i < len(fused) and fused[i] else 1.0  # the per-chunk signals' product
-        return keyword.get(row.chunk_id, 0.0) * definition_lines(row) ** p.function_length_exponent * gained * step_back(i)
+        by_words = keyword.get(row.chunk_id, 0.0) * definition_lines(row) ** p.function_length_exponent * gained * step_back(i)
+        rank = semantic.get(row.chunk_id)
+        if rank is None:
+            return by_words
+        return by_words * (1.0 + p.function_semantic_weight * p.function_semantic_k / (p.function_semantic_k + rank))
 
     by_file: dict[str, list[int]] = {}
     for i in run.ranked():

@@ -7,7 +7,8 @@ from codewhere.search.query import Query
 
 
 def fusion_weights(query: Query, p: RankingParams) -> dict[str, float]:
-    """Identifiers lean on keyword and name lists, prose stays balanced."""
+    """Identifiers lean on keyword and name lists; a question in words on the lists its model's
+    set weighs (the static default's: balanced)."""
     if query.name_like:
         return {"keyword": 1.0, "names": p.names_weight_for_identifiers, "semantic": p.semantic_weight_for_identifiers}
-    return {"keyword": 1.0, "names": 1.0, "semantic": 1.0}
+    return {"keyword": p.keyword_weight_for_prose, "names": 1.0, "semantic": p.semantic_weight_for_prose}
