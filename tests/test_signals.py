@@ -219,8 +219,12 @@ def test_kind_prior_demotes_tests_docs_examples_reexports_and_stubs_unless_asked
     example = cand(4, 0.015, "examples/demo.py")
     reexport = cand(5, 0.016, "pkg/__init__.py", head="from .a import b\nfrom .c import d\n__all__ = ['b', 'd']")
     stub = cand(6, 0.017, "types/index.d.ts")
-    out = run([code, test, docs, example, reexport, stub], "parse the config", "kind-prior")
+    generated = [cand(20 + i, 0.018, path) for i, path in enumerate(
+        ("api/service_pb2.py", "api/service_pb2_grpc.py", "api/service.pb.go", "lib/model.g.dart", "src/schema_generated.rs"))]
+    out = run([code, test, docs, example, reexport, stub, *generated], "parse the config", "kind-prior")
     assert ids(out)[0] == 1
+    assert all(c.why["kind-prior"] == P.generated_penalty for c in out if c.chunk_id >= 20)
+    assert "kind-prior" not in run([cand(30, 0.01, "api/service_pb2_helpers.py")], "parse", "kind-prior")[0].why
     asked = run([code, test], "tests for parsing the config", "kind-prior")
     assert ids(asked) == [2, 1]
     real_init = cand(7, 0.016, "pkg/__init__.py", head="def main():\n    run()\n")

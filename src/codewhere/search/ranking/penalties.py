@@ -1,5 +1,5 @@
-"""Signal `kind-prior`: tests, docs, examples, vendored code, re-export files and stubs step back
-unless the query asks for them."""
+"""Signal `kind-prior`: tests, docs, examples, vendored code, re-export files, stubs and generated
+code step back unless the query asks for them."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from codewhere.types import ChunkRow, FileKind
 EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|bench|vendor|vendored|third_party|thirdparty|compat|_compat)(/|$)", re.IGNORECASE)
 _REEXPORT_FILE = re.compile(r"(^|/)(__init__\.py|index\.[cm]?[jt]sx?|mod\.rs)$")
 _STUB_FILE = re.compile(r"\.(d\.ts|pyi)$")
+# code a tool wrote from a schema (protobuf, gRPC, Flutter's build_runner): it names every message
+# and field of the schema, so a question's words match it before the code that uses them
+_GENERATED_FILE = re.compile(r"(_pb2(_grpc)?\.pyi?|\.pb\.(go|cc|h)|\.pb\.gw\.go|_grpc\.pb\.go|\.g\.dart|\.freezed\.dart|_generated\.(go|rs|ts|py))$")
 REEXPORT_LINES = 20  # a re-export file shows itself in its first lines
 _REEXPORT_LINE = re.compile(r"^\s*(from\s+\S+\s+import|import\s|export\s+(\*|\{)|pub\s+use\s|__all__|\)|[\w\s,]*,\s*$|#|$)")
 # module names for the kinds tested per candidate: cheaper than an Enum attribute each time
@@ -27,9 +30,10 @@ def _only_reexports(text: str) -> bool:
 
 
 @lru_cache(maxsize=65_536)
-def _path_flags(path: str) -> tuple[bool, bool, bool]:
-    """(example or vendored code, declaration stub, re-export file name) of a path."""
-    return bool(EXAMPLE_PATH.search(path)), bool(_STUB_FILE.search(path)), bool(_REEXPORT_FILE.search(path))
+def _path_flags(path: str) -> tuple[bool, bool, bool, bool]:
+    """(example or vendored code, declaration stub, re-export file name, generated code) of a path."""
+    return (bool(EXAMPLE_PATH.search(path)), bool(_STUB_FILE.search(path)), bool(_REEXPORT_FILE.search(path)),
+            bool(_GENERATED_FILE.search(path)))
 
 
 def kind_factor(c: ChunkRow, query: Query, p: RankingParams) -> float:
@@ -41,13 +45,15 @@ def kind_factor(c: ChunkRow, query: Query, p: RankingParams) -> float:
         factor *= p.docs_penalty
     elif kind is _CONFIG:
         factor *= p.config_penalty
-    example, stub, reexport_name = _path_flags(c.path)
+    example, stub, reexport_name, generated = _path_flags(c.path)
     if example and not query.wants_tests:
         factor *= p.example_penalty
     if stub:
         factor *= p.stub_penalty
     elif reexport_name and _only_reexports(c.text):
         factor *= p.reexport_penalty
+    if generated:
+        factor *= p.generated_penalty
     return factor
 
 
