@@ -225,6 +225,13 @@ def test_kind_prior_demotes_tests_docs_examples_reexports_and_stubs_unless_asked
     assert ids(out)[0] == 1
     assert all(c.why["kind-prior"] == P.generated_penalty for c in out if c.chunk_id >= 20)
     assert "kind-prior" not in run([cand(30, 0.01, "api/service_pb2_helpers.py")], "parse", "kind-prior")[0].why
+    # a translation catalog steps back behind code that holds the same words, unless translations are asked about
+    catalog = cand(40, 0.05, "django/conf/locale/de/LC_MESSAGES/django.po", FileKind.CONFIG)
+    validator = cand(41, 0.01, "django/core/validators.py")
+    assert ids(run([catalog, validator], "enter a valid email address", "kind-prior")) == [41, 40]
+    assert run([catalog], "enter a valid email address", "kind-prior")[0].why["kind-prior"] == pytest.approx(
+        P.config_penalty * P.catalog_penalty)
+    assert run([catalog], "the german translation of enter a valid email", "kind-prior")[0].why["kind-prior"] == P.config_penalty
     asked = run([code, test], "tests for parsing the config", "kind-prior")
     assert ids(asked) == [2, 1]
     real_init = cand(7, 0.016, "pkg/__init__.py", head="def main():\n    run()\n")

@@ -34,6 +34,7 @@ class RankingParams:
     reexport_penalty: float = 0.5  # × for __init__.py / index.ts chunks that only import and re-export
     stub_penalty: float = 0.5  # × for .d.ts and .pyi declaration stubs
     generated_penalty: float = 0.5  # × for generated code by its name (`*_pb2.py`, `*.pb.go`, `*.g.dart`)
+    catalog_penalty: float = 0.3  # × more for translation catalogs (config already), unless the query asks about translations
     evidence_share: float = 0.25  # share of a test/doc chunk's score passed to the code it calls or names
     # how much of that share a call passes by how its target was found (graph.CONFIDENCE): a
     # precise or imported target passes it all, a guess by name alone (same-file, unique) this much

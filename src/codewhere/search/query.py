@@ -14,6 +14,7 @@ from codewhere.tokens import compound, identifier_name, is_identifier_query, las
 TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures", "mock", "mocks"})
 # "documentation" is left out on purpose: "documentation generation" asks for the code that generates it
 DOCS_WORDS = frozenset({"readme", "guide", "tutorial", "changelog", "docs"})
+TRANSLATION_WORDS = frozenset({"translation", "translations", "translated", "locale", "locales", "gettext", "i18n", "l10n", "catalog"})
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class Query:
     path_terms: frozenset[str] = frozenset()  # stems of the longer terms, for the path signal
     capitalised: frozenset[str] = frozenset()  # the names typed with a leading capital, as typed (`Helpers`)
     identifier: str | None = None  # the whole query is one identifier: the compound of its last segment
+    wants_translations: bool = False  # asks about translations ("locale", "gettext"): catalogs keep their place
 
 
 def parse_query(text: str) -> Query:
@@ -49,6 +51,7 @@ def parse_query(text: str) -> Query:
         frozenset(terms), frozenset(stem(t) for t in terms if len(t) > 2),
         frozenset(n for n in typed if _CAPITALISED_NAME.fullmatch(n)),
         identifier_name(text) if whole_identifier else None,
+        not TRANSLATION_WORDS.isdisjoint(word_set),
     )
 
 

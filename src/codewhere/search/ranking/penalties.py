@@ -1,5 +1,5 @@
-"""Signal `kind-prior`: tests, docs, examples, vendored code, re-export files, stubs and generated
-code step back unless the query asks for them."""
+"""Signal `kind-prior`: tests, docs, examples, vendored code, re-export files, stubs, generated code
+and translation catalogs step back unless the query asks for them."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ from codewhere.types import ChunkRow, FileKind
 EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|bench|vendor|vendored|third_party|thirdparty|compat|_compat)(/|$)", re.IGNORECASE)
 _REEXPORT_FILE = re.compile(r"(^|/)(__init__\.py|index\.[cm]?[jt]sx?|mod\.rs)$")
 _STUB_FILE = re.compile(r"\.(d\.ts|pyi)$")
+# translation catalogs (kind config): each repeats every user-facing string of the code, once per
+# language, so a question quoting a message finds a dozen catalogs before the code that shows it
+_CATALOG_FILE = re.compile(r"\.(po|pot|strings|xliff|xlf|resx)$", re.IGNORECASE)
 # code a tool wrote from a schema (protobuf, gRPC, Flutter's build_runner): it names every message
 # and field of the schema, so a question's words match it before the code that uses them
 _GENERATED_FILE = re.compile(r"(_pb2(_grpc)?\.pyi?|\.pb\.(go|cc|h)|\.pb\.gw\.go|_grpc\.pb\.go|\.g\.dart|\.freezed\.dart|_generated\.(go|rs|ts|py))$")
@@ -30,10 +33,11 @@ def _only_reexports(text: str) -> bool:
 
 
 @lru_cache(maxsize=65_536)
-def _path_flags(path: str) -> tuple[bool, bool, bool, bool]:
-    """(example or vendored code, declaration stub, re-export file name, generated code) of a path."""
+def _path_flags(path: str) -> tuple[bool, bool, bool, bool, bool]:
+    """(example or vendored code, declaration stub, re-export file name, generated code, translation
+    catalog) of a path."""
     return (bool(EXAMPLE_PATH.search(path)), bool(_STUB_FILE.search(path)), bool(_REEXPORT_FILE.search(path)),
-            bool(_GENERATED_FILE.search(path)))
+            bool(_GENERATED_FILE.search(path)), bool(_CATALOG_FILE.search(path)))
 
 
 def kind_factor(c: ChunkRow, query: Query, p: RankingParams) -> float:
@@ -45,7 +49,7 @@ def kind_factor(c: ChunkRow, query: Query, p: RankingParams) -> float:
         factor *= p.docs_penalty
     elif kind is _CONFIG:
         factor *= p.config_penalty
-    example, stub, reexport_name, generated = _path_flags(c.path)
+    example, stub, reexport_name, generated, catalog = _path_flags(c.path)
     if example and not query.wants_tests:
         factor *= p.example_penalty
     if stub:
@@ -54,6 +58,8 @@ def kind_factor(c: ChunkRow, query: Query, p: RankingParams) -> float:
         factor *= p.reexport_penalty
     if generated:
         factor *= p.generated_penalty
+    if catalog and not query.wants_translations:
+        factor *= p.catalog_penalty
     return factor
 
 
