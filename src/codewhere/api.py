@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
-from codewhere import confined, freshness, gitinfo, graph, indexer
+from codewhere import confined, freshness, gitinfo, graph, indexer, tier
 from codewhere.chunk import CHUNKERS
 from codewhere.config import Settings
 from codewhere.embed import Embedder, cross_encoder
@@ -29,9 +29,10 @@ from codewhere.search import engine
 from codewhere.search.params import RankingParams
 from codewhere.search.query import parse_query
 from codewhere.search.ranking import SIGNALS
-from codewhere.search.ranking_sets import RankingSet, ranking_set_for
+from codewhere.search.ranking_sets import RankingSet, named_set, ranking_set_for
 from codewhere.store import SearchReader, Store, StoreStats, open_store
 from codewhere.store.shared_vectors import SharedVectors
+from codewhere.store.sqlite import SqliteStore
 from codewhere.store.warm import WarmReader
 from codewhere.types import FileKind, Filters, Hit, Mode, Ranked, SymbolRow
 
@@ -179,6 +180,8 @@ class Index:
             if settings.ranking_file else None
         )
         self.ranking_override: RankingSet | None = None  # a fit's or a benchmark's set, ahead of both
+        self._tier_embedder: Embedder | None = None
+        self._tier_cache: tuple[object, SearchReader | None] | None = None  # (change token, reader or None)
 
     @classmethod
     def open(
@@ -246,8 +249,63 @@ class Index:
     @property
     def ranking_set(self) -> RankingSet:
         """The ranking parameters in force: a fit's, a TOML file's, else those fitted for the model."""
+        if self.ranking_override or self._ranking_file:
+            return self.ranking_override or self._ranking_file  # type: ignore[return-value]
+        if self.tier_reader() is not None:  # the tier's vectors answer: the set fitted for them
+            return named_set(tier.TIER_MODEL)
         model = self._embedder.info.id if self._embedder is not None else self.model_name
-        return self.ranking_override or self._ranking_file or ranking_set_for(model)
+        return ranking_set_for(model)
+
+    # ---- the quality tier (tier.py) -------------------------------------------------------
+
+    def _tier_store(self) -> SqliteStore:
+        if not isinstance(self.store, SqliteStore):
+            raise QueryError("the quality tier needs the SQLite store", "leave index.quality off for a team index")
+        return self.store
+
+    def tier_coverage(self) -> tier.Coverage | None:
+        """How much of the index the tier covers; None where it is neither on nor started, or
+        cannot be (a team index)."""
+        if not isinstance(self.store, SqliteStore) or not (self.settings.quality or self.store.has_tier()):
+            return None
+        return tier.Coverage(*self.store.tier_coverage())
+
+    def tier_embedder(self) -> Embedder:
+        if self._tier_embedder is None:
+            self._tier_embedder = tier.load_tier_embedder()
+        return self._tier_embedder
+
+    def fill_tier(self, stop: threading.Event | None = None, progress: Callable[[int, int], None] | None = None,
+                  wait_seconds: float | None = None) -> tier.Coverage:
+        """Embed what the tier lacks with MiniLM, a page at a time under the writer lock (waiting
+        `wait_seconds` for it, default the settings'); resumable: what was committed stays."""
+        store = self._tier_store()
+        wait = self.settings.lock_wait_seconds if wait_seconds is None else wait_seconds
+        return tier.fill(store, self.tier_embedder(), lambda: store.writer_lock(wait), stop, progress)
+
+    def tier_reader(self) -> SearchReader | None:
+        """The reader whose vector list is the tier's, when the index has a tier covering every
+        text and MiniLM can be loaded; None otherwise. Checked once per change of the index."""
+        if not isinstance(self.store, SqliteStore) or not self.store.has_tier():
+            return None
+        token = self.store.change_token()
+        if self._tier_cache is None or self._tier_cache[0] != token:
+            found: SearchReader | None = None
+            if tier.Coverage(*self.store.tier_coverage()).complete and self._tier_loadable():
+                ids, vectors = self.store.tier_vectors()
+                found = tier.reader(self.reader, ids, vectors)
+            self._tier_cache = (token, found)
+        return self._tier_cache[1]
+
+    def _tier_loadable(self) -> bool:
+        try:
+            self.tier_embedder()
+        except ModelError as exc:
+            if str(exc) not in _said:
+                _said.add(str(exc))
+                log.warning("the index has a quality tier, but %s; searching with the static vectors", exc)
+            return False
+        return True
 
     def embedder(self) -> Embedder:
         """The embedding model, loaded once, and refused if the index was built with another."""
@@ -467,11 +525,12 @@ class Index:
             except ValueError as exc:
                 raise QueryError(f"unknown kind in {list(request.kinds)}", "use code, test, docs or config") from exc
             filters = replace(filters, exclude_kinds=tuple(kind for kind in FileKind if kind not in wanted))
-        embedder = None if mode is Mode.KEYWORD else self.embedder()
+        tiered = self.tier_reader() if mode is not Mode.KEYWORD else None
+        embedder = None if mode is Mode.KEYWORD else self.tier_embedder() if tiered else self.embedder()
         ranking = self.ranking_set
         off = signal_set(request.disabled_signals) | ranking.off
         reranker = self.reranker() if request.rerank else None
-        hits = engine.search(self.reader, parse_query(query), k, mode, filters, embedder, off, reranker,
+        hits = engine.search(tiered or self.reader, parse_query(query), k, mode, filters, embedder, off, reranker,
                              self.settings.rerank_top_n, ranking.params)
         if not hits and filters.scopes and not self.store.indexed_paths(Filters(scopes=filters.scopes, repos=filters.repos)):
             raise QueryError(f"--scope {', '.join(filters.scopes)} matches no indexed file in {self.root}",

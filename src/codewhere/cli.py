@@ -32,6 +32,7 @@ from codewhere.config import Settings
 from codewhere.errors import CodewhereError, NotIndexedError, QueryError
 from codewhere.graph import CONFIDENCE
 from codewhere.indexer import Progress as ProgressFn
+from codewhere.indexer import Step
 from codewhere.progress import ConsoleLogHandler, model_build_steps, reporter
 from codewhere.scan import GITIGNORE_MODES
 from codewhere.search.ranking import SIGNALS
@@ -113,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="index a folder, or refresh its index incrementally")
     p.add_argument("path", nargs="?", default=None, help="folder to index (default: the enclosing git repository, else .)")
     p.add_argument("--rebuild", action="store_true", help="build the index from scratch beside the old one, then swap it in")
+    _add_quality_option(p, filled_here=True)
     p.add_argument("--wait", type=float, default=None, metavar="SECONDS", help="how long to wait for another indexer")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--scip", metavar="FILE.scip",
@@ -213,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index", metavar="FILE", help="index file (one served folder only)")
     _add_yes_option(p)
     _add_watch_options(p)
+    _add_quality_option(p)
 
     p = sub.add_parser("install", help="connect a coding agent: its MCP entry and a short instruction, in its own files")
     p.add_argument("--agent", required=True, choices=["claude", "cursor", "vscode", "codex"],
@@ -227,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_yes_option(p)
     p.add_argument("--poll", action="store_true",
                    help="look for changes by polling (network file systems, where change events do not arrive)")
+    _add_quality_option(p)
 
     p = sub.add_parser("model", help="the default embedding model: rebuild it from its weights and check the shipped one")
     model_sub = p.add_subparsers(dest="model_command", required=True, metavar="ACTION")
@@ -251,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval", dest="eval_queries", metavar="QUERIES", default=None,
                    help="a query file to score on the page's eval view (as `codewhere eval --report` does)")
     _add_watch_options(p)
+    _add_quality_option(p)
 
     p = sub.add_parser("config", help="print the effective settings and where each came from")
     p.add_argument("path", nargs="?", default=None, help="folder whose codewhere.toml counts (default: the enclosing git repository, else .)")
@@ -264,6 +269,14 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
                              help="no progress on stderr")
     return parser
+
+
+def _add_quality_option(p: argparse.ArgumentParser, filled_here: bool = False) -> None:
+    p.add_argument("--quality", action="store_true", default=None,
+                   help=("also embed every text with MiniLM (onnx:minilm, pip install 'codewhere[onnx]'), now, after the "
+                         "index; searches use it once it covers the index (config: index.quality)") if filled_here else
+                        ("fill the quality tier (MiniLM's vectors) in the background at low priority; searches use it "
+                         "once it covers the index (config: index.quality)"))
 
 
 def _add_watch_options(p: argparse.ArgumentParser) -> None:
@@ -343,8 +356,20 @@ def _cmd_index(args: argparse.Namespace) -> Answer:
     with _open(args, rebuild=args.rebuild) as index:
         with _progress(args) as progress:
             report = index.refresh(progress, wait_seconds=args.wait, rebuild=args.rebuild)
+            coverage = index.fill_tier(progress=_tier_progress(progress), wait_seconds=args.wait) if index.settings.quality else None
         stats = index.status()
-    return Answer(output.report(report, stats), _print_lines(render.report_lines(report, stats)))
+    lines = render.report_lines(report, stats) + ([coverage.line()] if coverage else [])
+    out = output.report(report, stats)
+    if coverage:
+        out["tier"] = coverage.line()
+    return Answer(out, _print_lines(lines))
+
+
+def _tier_progress(progress: ProgressFn | None) -> Callable[[int, int], None] | None:
+    """The tier fill's pages as a progress phase of their own."""
+    if progress is None:
+        return None
+    return lambda done, total: progress(Step("tier", done, total))
 
 
 def _cmd_search(args: argparse.Namespace) -> Answer:
@@ -404,8 +429,10 @@ def _cmd_status(args: argparse.Namespace) -> Answer:
         stats = index.status()
         repositories = index.repositories() if index.shared else None
         git = index.git_state()
-        data = output.status(str(index.root), index.store.location, stats, repositories, git)
-        lines = render.status_lines(index.root, index.store.location, stats, repositories, git)
+        coverage = index.tier_coverage()
+        tier_line = coverage.line() if coverage else None
+        data = output.status(str(index.root), index.store.location, stats, repositories, git, tier=tier_line)
+        lines = render.status_lines(index.root, index.store.location, stats, repositories, git) + ([tier_line] if tier_line else [])
     return Answer(data, _print_lines(lines))
 
 
@@ -620,6 +647,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler], force=True)
     if os.environ.get("CODEWHERE_PHASE_LOG"):  # for benchmarks/crash_bench.py: each indexing phase as it starts
         logging.getLogger("codewhere.phase").setLevel(logging.INFO)
+    if getattr(args, "quality", None):  # every index this process opens (servers open one per root, per thread)
+        os.environ["CODEWHERE_QUALITY"] = "1"
     try:
         answer = COMMANDS[args.command](args)
         return answer if isinstance(answer, int) else _emit(args, answer)

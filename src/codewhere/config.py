@@ -55,6 +55,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("confirm_large", "index", "confirm_large", "CODEWHERE_CONFIRM_LARGE", bool),
     Option("gitignore", "index", "gitignore", "CODEWHERE_GITIGNORE", str),
     Option("shared_vectors", "index", "shared_vectors", "CODEWHERE_SHARED_VECTORS", bool),
+    Option("quality", "index", "quality", "CODEWHERE_QUALITY", bool),
     Option("workers", "index", "workers", "CODEWHERE_WORKERS", int),
     Option("store", "index", "store", "CODEWHERE_STORE", str),
     Option("dsn", "index", "dsn", "CODEWHERE_DSN", str),
@@ -86,6 +87,7 @@ class Settings:
     confirm_large: bool = True  # ask before a first index of a big folder outside a git repository (guard.py)
     gitignore: str = "auto"  # apply .gitignore: "auto" (inside a git repository), "always", "never"
     shared_vectors: bool = True  # take vectors other indexes on this machine made (cache_dir/vectors/)
+    quality: bool = False  # the quality tier (tier.py): MiniLM's vectors filled beside the static ones
     workers: int | None = None  # processes reading and chunking files; None: one per core
     store: str | None = None  # "sqlite" or "postgres"; None: postgres when a DSN is set, else sqlite
     dsn: str | None = None  # PostgreSQL connection string of a shared (team) index

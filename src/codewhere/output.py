@@ -145,6 +145,7 @@ class ReportOut(TypedDict):
     phases: dict[str, float]  # seconds of each phase the run went through (scan, files, edges, vectors), in order
     precise: list[str]  # what the precise graph passes did (SCIP merge, jedi), one line each
     precise_problems: list[str]  # SCIP documents left out (stale, not indexed), one line each
+    tier: NotRequired[str]  # `index --quality`: how much of the index the quality tier covers
 
 
 def report(r: IndexReport, stats: StoreStats) -> ReportOut:
@@ -178,10 +179,11 @@ class StatusOut(TypedDict):
     meta: NotRequired[dict[str, str]]
     git: NotRequired[GitOut]  # what is checked out now (meta's git_commit: when the index last changed)
     watch: NotRequired[str]  # a server's file watcher: watching, refreshing (how far), unavailable (why)
+    tier: NotRequired[str]  # the quality tier (index.quality): how much of the index MiniLM's vectors cover
 
 
 def status(root: str, location: str, stats: StoreStats, repositories: list[str] | None = None,
-           git: GitState | None = None, watch: str | None = None) -> StatusOut:
+           git: GitState | None = None, watch: str | None = None, tier: str | None = None) -> StatusOut:
     out = StatusOut(root=root, indexed=True, index=location, files=stats.files, chunks=stats.chunks, bytes=stats.bytes,
                     model=stats.meta.get("model_id"), skipped_by_content=stats.skipped, kinds=stats.kinds,
                     languages=dict(list(stats.languages.items())[:STATUS_LANGUAGES]), meta=public_meta(stats.meta))
@@ -191,6 +193,8 @@ def status(root: str, location: str, stats: StoreStats, repositories: list[str] 
         out["git"] = GitOut(branch=git.branch, commit=git.commit, dirty=git.dirty)
     if watch is not None:
         out["watch"] = watch
+    if tier is not None:
+        out["tier"] = tier
     return out
 
 

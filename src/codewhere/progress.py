@@ -29,8 +29,8 @@ from codewhere.indexer import Step
 LINE_SECONDS = 5.0  # off a terminal: a line at most this often (and none for work shorter than that)
 PHASE_LINE_SECONDS = 1.0  # ...and one as each phase that took this long ends (scanning Django: 3.4 s, silent before)
 PHASE_WORDS = {"scan": "scanning", "files": "reading files", "edges": "resolving call edges", "vectors": "embedding chunks",
-               "model": "building the default model"}
-UNITS = {"scan": "files", "files": "files", "vectors": "chunks", "model": "tokens", "edges": ""}
+               "model": "building the default model", "tier": "quality tier: embedding with MiniLM"}
+UNITS = {"scan": "files", "files": "files", "vectors": "chunks", "model": "tokens", "edges": "", "tier": "texts"}
 
 
 class ConsoleLogHandler(logging.Handler):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from codewhere import gitinfo
 from codewhere.api import Index
+from codewhere.config import Settings
 from codewhere.errors import CodewhereError, IndexBusyError
 from codewhere.indexer import IndexReport, Progress, Step
 from codewhere.languages import SKIPPED_DIRS
@@ -324,6 +325,9 @@ def watch_forever(roots: list[Path], progress: Progress | None, poll: bool, say:
     interrupted = threading.Event()
     previous = {number: signal.signal(number, lambda *_: interrupted.set()) for number in STOP_SIGNALS}
     watchers = [Watcher(root, partial(Index.open, root), poll=poll, on_report=teller(root)).start() for root in roots]
+    from codewhere.tier_filler import TierFiller  # imports this module's Index user: here, not at the top
+
+    fillers = [TierFiller(root, partial(Index.open, root)).start() for root in roots if Settings.load(root).quality]
     try:
         for watcher in watchers:
             if not watcher.wait_ready(progress, cancelled=interrupted) and not interrupted.is_set():
@@ -340,6 +344,8 @@ def watch_forever(roots: list[Path], progress: Progress | None, poll: bool, say:
                 return 0
         return 2
     finally:
+        for filler in fillers:
+            filler.stop(timeout=0)
         for watcher in watchers:
             watcher.stop(timeout=0)  # all told at once
         deadline = time.monotonic() + STOP_SECONDS

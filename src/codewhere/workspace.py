@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from codewhere.api import Index
+from codewhere.config import Settings
 from codewhere.errors import CodewhereError, QueryError, ServerBusyError
 from codewhere.indexer import Progress
+from codewhere.tier_filler import TierFiller
 from codewhere.watch import STOPPED, UNAVAILABLE, WATCHING, Watcher
 
 T = TypeVar("T")
@@ -36,6 +38,7 @@ class Workspace:
         self._index_file = index_file
         self._turn = threading.Lock()
         self._watchers: dict[Path, Watcher] = {}
+        self._fillers: dict[Path, TierFiller] = {}
 
     def watch(self, poll: bool = False) -> None:
         """Keep every root's index current from file-system events, in threads beside the
@@ -44,6 +47,8 @@ class Workspace:
         for root in self.roots:
             if root not in self._watchers:
                 self._watchers[root] = Watcher(root, partial(self._writer, root), poll=poll).start()
+            if root not in self._fillers and Settings.load(root).quality:  # the quality tier, behind the watch
+                self._fillers[root] = TierFiller(root, partial(self._writer, root)).start()
 
     def _writer(self, root: Path) -> Index:
         """The watcher's own index of `root`: its own connection, its writes beside the readers'."""
@@ -154,7 +159,19 @@ class Workspace:
         for index in list(self._indexes.values()):
             index.store.interrupt()
 
+    def tier_state(self, root: Path) -> str | None:
+        """The background fill of `root`'s quality tier in words, or None when there is none."""
+        filler = self._fillers.get(root)
+        if filler is None:
+            return None
+        if filler.failed:
+            return f"quality tier: not filled ({filler.failed})"
+        return filler.coverage.line() if filler.coverage else "quality tier: waiting for the index to be complete"
+
     def close(self) -> None:
+        for filler in self._fillers.values():
+            filler.stop()
+        self._fillers.clear()
         for watcher in self._watchers.values():
             watcher.stop()
         self._watchers.clear()

@@ -137,6 +137,11 @@ CREATE TABLE IF NOT EXISTS kept_lengths(
     tab INTEGER NOT NULL, page INTEGER NOT NULL, lengths BLOB NOT NULL, PRIMARY KEY(tab, page)
 ) WITHOUT ROWID;
 """
+# The quality tier (tier.py): a second model's vectors, one per distinct chunk text, float16,
+# filled in the background after the index is complete; the tier model is recorded in meta.
+_TIER_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tier_vectors(content_hash INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+"""
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE files(
@@ -959,6 +964,78 @@ class SqliteStore:
             else:
                 self._db.executemany("DELETE FROM vec_chunks WHERE rowid = ?", rows)
         return len(orphans)
+
+    # ---- the quality tier: a second model's vectors (tier.py) --------------------------------
+
+    def tier_model(self) -> ModelInfo | None:
+        meta = self.meta()
+        if "tier_model_fingerprint" not in meta:
+            return None
+        return ModelInfo(meta["tier_model_id"], int(meta["tier_model_dim"]), meta["tier_model_fingerprint"])
+
+    def bind_tier_model(self, info: ModelInfo) -> None:
+        """Record the tier's model; another model's vectors are dropped (they would not compare)."""
+        with self.transaction():
+            self._db.execute(_TIER_SCHEMA)
+            if self.tier_model() != info:
+                self._db.execute("DELETE FROM tier_vectors")
+                self.set_meta({"tier_model_id": info.id, "tier_model_dim": str(info.dim),
+                               "tier_model_fingerprint": info.fingerprint})
+
+    def has_tier(self) -> bool:
+        """Whether a quality tier was ever started in this index."""
+        return self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'tier_vectors'").fetchone() is not None
+
+    def tier_texts_missing(self, limit: int) -> list[tuple[str, str]]:
+        """(content hash, embedding text) of up to `limit` distinct chunk texts without a tier vector."""
+        if not self.has_tier():
+            return []
+        rows = self._db.execute(
+            """SELECT c.content_hash, min(c.embed_text) FROM chunks c
+               WHERE c.embed_text IS NOT NULL
+                 AND NOT EXISTS (SELECT 1 FROM tier_vectors t WHERE t.content_hash = c.content_hash)
+               GROUP BY c.content_hash LIMIT ?""", (limit,))
+        return [(_hash_text(h), t) for h, t in rows]
+
+    def tier_coverage(self) -> tuple[int, int]:
+        """(texts with a tier vector, texts to embed): distinct chunk texts."""
+        total = self._db.execute("SELECT count(DISTINCT content_hash) FROM chunks WHERE embed_text IS NOT NULL").fetchone()
+        if not self.has_tier():
+            return 0, int(total[0]) if total else 0
+        done = self._db.execute(
+            """SELECT count(*) FROM tier_vectors t
+               WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = t.content_hash AND c.embed_text IS NOT NULL)""",
+        ).fetchone()
+        return (int(done[0]) if done else 0), (int(total[0]) if total else 0)
+
+    def add_tier_vectors(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        with self.transaction():
+            self._db.executemany(
+                "INSERT OR REPLACE INTO tier_vectors(content_hash, vector) VALUES(?, ?)",
+                [(_hash_key(h), np.asarray(v, np.float16).tobytes()) for h, v in zip(hashes, vectors, strict=True)],
+            )
+
+    def delete_orphan_tier_vectors(self) -> int:
+        if not self.has_tier():
+            return 0
+        with self.transaction():
+            self._db.execute(
+                "DELETE FROM tier_vectors WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = tier_vectors.content_hash)")
+            return int(self._db.changes())
+
+    def tier_vectors(self) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk id of each row, float16 vectors): every chunk whose text has a tier vector."""
+        if not self.has_tier():
+            return np.empty(0, np.int64), np.empty((0, 0), np.float16)
+        with self.read_snapshot():
+            rows = self._db.execute(
+                """SELECT c.id, t.vector FROM chunks c JOIN tier_vectors t ON t.content_hash = c.content_hash
+                   ORDER BY c.id""").fetchall()
+        if not rows:
+            return np.empty(0, np.int64), np.empty((0, 0), np.float16)
+        ids = np.fromiter((cast(int, r[0]) for r in rows), np.int64, len(rows))
+        vectors = np.frombuffer(b"".join(cast(bytes, r[1]) for r in rows), np.float16).reshape(len(rows), -1)
+        return ids, vectors
 
     # ---- the compact form (past QUANTIZE_FROM vectors) --------------------------------------
 
