@@ -54,3 +54,18 @@ def test_readme_python_example_prints_what_readme_shows(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     assert run.stdout == shown, f"README's Python example now prints:\n{run.stdout}"
+
+
+def test_every_cli_example_parses_with_the_real_parser() -> None:
+    """The examples under each command's --help (cli_examples.py) name flags the parser knows."""
+    import shlex
+
+    from codewhere.cli import _parse
+    from codewhere.cli_examples import EXAMPLES
+
+    for command, examples in EXAMPLES.items():
+        for example in examples:
+            argv = shlex.split(example.split("  #")[0])
+            assert argv[:2] == ["codewhere", command], example
+            args = _parse(argv[1:])  # an unknown flag or a bad value exits 2 here
+            assert args.command == command

@@ -15,7 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
-from codewhere import __version__, hit_filter, output, render
+from codewhere import __version__, cli_examples, hit_filter, output, render
 from codewhere.api import (
     DEFAULT_K,
     EVAL_DEPTH,
@@ -73,12 +73,14 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _add_yes_option(p: argparse.ArgumentParser) -> None:
+def _add_yes_option(p: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     p.add_argument("--yes", action="store_true",
                    help="index a big folder outside a git repository without asking (over 20,000 files or 500 MB)")
 
 
-def _add_index_options(p: argparse.ArgumentParser, repo_filter: bool = False) -> None:
+def _add_index_options(command: argparse.ArgumentParser, repo_filter: bool = False) -> None:
+    """The options of the index a command reads and refreshes first, grouped apart in its --help."""
+    p = command.add_argument_group("the index (made or refreshed first)")
     p.add_argument("--index", metavar="FILE", help="index file to use (default: one per folder in the user cache dir)")
     p.add_argument("--store", choices=STORES,
                    help="sqlite (one file per folder) or postgres (a team index at $CODEWHERE_DSN); "
@@ -101,6 +103,9 @@ def _add_index_options(p: argparse.ArgumentParser, repo_filter: bool = False) ->
         help="embedding model: 'default', a model2vec folder or Hugging Face id (default: $CODEWHERE_MODEL, "
         "else the index's own model, else 'default')",
     )
+
+
+JSON_HELP = "print the answer as JSON (docs/guide.md: --json)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -184,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--depth", type=int, default=3, help="how many call levels up (default 3)")
         p.add_argument("--min-confidence", choices=CONFIDENCE, default=None, metavar="LEVEL",
                        help=f"only edges found at least this surely, surest first: {', '.join(CONFIDENCE)}")
-        p.add_argument("--json", action="store_true")
+        p.add_argument("--json", action="store_true", help=JSON_HELP)
         _add_index_options(p)
 
     p = sub.add_parser("outline", help="the symbols of one file, nested")
@@ -192,19 +197,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default=None,
                    help="indexed folder (default: the enclosing git repository of the current folder if it holds "
                         "the file, else the file's own repository, else its folder)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     _add_index_options(p)
 
     p = sub.add_parser("symbols", help="find symbols by name (exact, then all words, then any word)")
     p.add_argument("query")
     p.add_argument("path", nargs="?", default=None, help="folder (default: the enclosing git repository, else .)")
-    p.add_argument("-k", type=int, default=20)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("-k", type=int, default=20, help="at most this many symbols (default 20)")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     _add_index_options(p)
 
     p = sub.add_parser("graph-stats", help="symbols and edges by resolution level, per language")
     p.add_argument("path", nargs="?", default=None, help="folder (default: the enclosing git repository, else .)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     _add_index_options(p)
 
     p = sub.add_parser("mcp", help="serve search and graph tools to coding agents over MCP (stdio)")
@@ -238,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                "and compare it with the one codewhere ships")
     build.add_argument("--out", metavar="FOLDER", default=None,
                        help="where to write it (default: a folder in the models cache dir); replaced if present")
-    build.add_argument("--json", action="store_true")
+    build.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("serve", help="a local web page: search, files, symbols with their call graph, status")
     p.add_argument("paths", nargs="*", default=None, help="folders to serve (default: the enclosing git repository, else .)")
@@ -259,15 +264,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("config", help="print the effective settings and where each came from")
     p.add_argument("path", nargs="?", default=None, help="folder whose codewhere.toml counts (default: the enclosing git repository, else .)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
 
     p = sub.add_parser("status", help="describe a folder's index")
     p.add_argument("path", nargs="?", default=None, help="folder (default: the enclosing git repository, else .)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     _add_index_options(p)
     for command in [*sub.choices.values(), *model_sub.choices.values()]:  # after the command too: `codewhere index --quiet` reads as it should
         command.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
                              help="no progress on stderr")
+    for name, command in sub.choices.items():  # examples under each command's --help (and docs/cli.md)
+        if (text := cli_examples.epilog(name)) is not None:
+            command.epilog, command.formatter_class = text, argparse.RawDescriptionHelpFormatter
     return parser
 
 
