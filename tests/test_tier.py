@@ -97,3 +97,17 @@ def test_a_server_fills_the_tier_in_the_background(sample_repo: Path, monkeypatc
         assert index.ranking_set.name == "onnx:minilm"
     finally:
         workspace.close()
+
+
+def test_a_text_a_worker_embedded_is_read_back_for_the_tier(sample_repo: Path) -> None:
+    """Workers embed a new file's chunks with the static model and keep no embedding text
+    (reading.py): the tier embeds the path and the chunk's text instead, never an empty string."""
+    with Index.open(sample_repo, settings=Settings.from_env().with_flags(quality=True), embedder=FakeEmbedder()) as index:
+        index.refresh()
+        store = index._tier_store()  # noqa: SLF001
+        with store.transaction():
+            store._db.execute("UPDATE chunks SET embed_text = '' WHERE embed_text IS NOT NULL")  # noqa: SLF001
+        store.bind_tier_model(FakeEmbedder(dim=8, name="tier-fake").info)
+        texts = store.tier_texts_missing(1000)
+        assert texts and all(text.strip() and "\n" in text for _, text in texts)
+        assert any(text.startswith("src/shop/payment.py\n") and "charge_credit_card" in text for _, text in texts)

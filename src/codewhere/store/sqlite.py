@@ -990,12 +990,16 @@ class SqliteStore:
         """(content hash, embedding text) of up to `limit` distinct chunk texts without a tier vector."""
         if not self.has_tier():
             return []
-        rows = self._db.execute(
-            """SELECT c.content_hash, min(c.embed_text) FROM chunks c
+        rows = cast(list[tuple[int, str, str | bytes | None, str, str | None, int, int]], self._db.execute(
+            """SELECT c.content_hash, c.embed_text, c.text, f.path, f.hash, c.text_at, c.text_len
+               FROM chunks c JOIN files f ON f.id = c.file_id
                WHERE c.embed_text IS NOT NULL
                  AND NOT EXISTS (SELECT 1 FROM tier_vectors t WHERE t.content_hash = c.content_hash)
-               GROUP BY c.content_hash LIMIT ?""", (limit,))
-        return [(_hash_text(h), t) for h, t in rows]
+               GROUP BY c.content_hash LIMIT ?""", (limit,)).fetchall())
+        # an empty embedding text was embedded by a worker and not kept (reading.py): the path and
+        # the chunk's text stand for it, as in chunk_at (the tier reads their first 128 tokens)
+        return [(_hash_text(h), embed or f"{path}\n{self._row_text(stored, path, digest, at, length)}")
+                for h, embed, stored, path, digest, at, length in rows]
 
     def tier_coverage(self) -> tuple[int, int]:
         """(texts with a tier vector, texts to embed): distinct chunk texts."""
