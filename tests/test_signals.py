@@ -563,3 +563,14 @@ def test_every_signal_that_notes_a_factor_has_a_place_in_the_output_schema() -> 
     noted = set(ranking.SIGNALS) - {"query-shape"}  # it weighs the fusion, it notes nothing
     assert noted <= set(Why.__annotations__)
     assert all(not word.startswith(f"{name}:") for name in noted - {"function", "evidence"} for word in why_words({name: 1.5}))
+
+
+def test_why_in_words_a_user_reads() -> None:
+    from codewhere.render import why_words
+
+    words = why_words({"keyword": 2, "semantic": 1, "function": 1, "coherence": 0.0, "kind-prior": 0.2, "path": 1.4, "evidence": [3]})
+    assert words == [
+        "matches the question's words (#2)", "close in meaning (#1)", "the best match among its file's definitions",
+        "another part of its file ranks higher", "a test, docs, config, example or generated file: lowered ×0.2",
+        "the question's words in its file or folder name: raised ×1.4", "used by 1 matching test or doc",
+    ]

@@ -109,7 +109,8 @@ def test_search_page_shows_the_right_hit_highlighted_with_its_line_numbers_and_w
     first = page.index('class="hit"')
     assert 'src/shop/payment.py:2-' in page[first:first + 800]
     assert 'class="code"' in page and 'class="linenos"' in page  # Pygments, with line numbers
-    assert re.search(r"keyword match \(BM25\): rank \d", page)  # why, in words
+    assert re.search(r"matches the question&#39;s words \(#\d+\)", page) or re.search(r"matches the question's words \(#\d+\)", page)  # why, in words
+    assert "×0<" not in page and "definition no." not in page  # no jargon, no factor of nothing
     assert "/file?root=0&amp;path=src%2Fshop%2Fpayment.py" in page  # the link to the file at that line
     assert "#L-2" in page
 
@@ -163,6 +164,7 @@ def test_an_ambiguous_or_unknown_symbol_offers_a_choice_or_says_so(served: Serve
 def test_status_and_eval_report_are_pages_of_their_own(served: Served) -> None:
     status, page, _ = served.get("/status")
     assert status == 200 and str(served.root) in page and "chunks:" in page
+    assert "<dt>files</dt>" in page and "<dt>model</dt>" in page and "<dt>root</dt>" not in page  # a panel, the root once
     status, page, _ = served.get("/eval")
     assert status == 200 and "hybrid" in page and "<svg" in page  # the report's table and plots
 
@@ -346,3 +348,15 @@ def test_serve_over_a_hostile_tree_answers_at_once(tmp_path: Path) -> None:
     finally:
         stderr = stop(running)
     assert "Traceback" not in stderr
+
+
+def test_call_graph_boxes_that_would_read_the_same_keep_their_distinct_ends() -> None:
+    from codewhere.web.graph_svg import MAX_LABEL, Node, call_graph_svg
+
+    names = ["test_should_bypass_proxies_win_registry", "test_should_bypass_proxies_win_registry_bad_values",
+             "test_should_bypass_proxies_pass_only_hostname", "short_one"]
+    svg = call_graph_svg(Node("should_bypass_proxies", "utils.py:765", None), [Node(n, "tests", None) for n in names], [])
+    labels = re.findall(r'class="node caller[^"]*"><title>[^<]*</title><rect[^>]*/><text[^>]*>([^<]*)</text>', svg)
+    assert len(labels) == 4 and len(set(labels)) == 4 and all(len(label) <= MAX_LABEL for label in labels)
+    assert "short_one" in labels and "test_should_bypass_proxies_pa…" in labels  # alone with its cut: cut at the end
+    assert any(label.endswith("win_registry") for label in labels)  # the two that collided keep their ends

@@ -44,36 +44,48 @@ def print_hits(console: Console, hits: list[Hit]) -> None:
             console.print("    " + escape(line), highlight=False, soft_wrap=True)
 
 
-# `why`, in words: each retriever that found a hit and each signal that moved it (output.Why's keys)
-_FOUND_BY = {"keyword": "keyword match (BM25)", "semantic": "meaning (vectors)", "names": "defines a name in the query"}
+# `why`, in words a user reads without the ranking's vocabulary: what found a hit, then what
+# raised or lowered it (output.Why's keys)
+_FOUND_BY = {"keyword": "matches the question's words", "semantic": "close in meaning",
+             "names": "defines a name in the question"}
 _SIGNAL_WORDS = {
-    "definition": "defines a queried name", "kind-prior": "file kind (test, docs, config, example)",
-    "signature": "query words in its name or signature", "path": "query words in its path", "size": "short (ten lines or fewer)",
-    "folder": "strong hits in its folder", "coherence": "other strong hits in its file",
-    "file-words": "its whole file holds the query's words", "rerank": "cross-encoder score",
+    "definition": "defines a name in the question", "kind-prior": "a test, docs, config, example or generated file",
+    "signature": "the question's words in its name or signature", "path": "the question's words in its file or folder name",
+    "size": "a short definition (ten lines or fewer)", "folder": "other good matches in its folder",
+    "coherence": "other good matches in its file", "file-words": "its whole file holds the question's words",
 }
 
 
+def _ordinal(n: int) -> str:
+    return {1: "best", 2: "second best", 3: "third best"}.get(n, f"{n}th best")
+
+
 def why_words(why: dict[str, object]) -> list[str]:
-    """Why a hit ranked where it did, one phrase per reason: `meaning (vectors): rank 2`,
-    `query words in its path: ×1.4`."""
+    """Why a hit ranked where it did, one phrase per reason: `close in meaning (2nd)`,
+    `the question's words in its file or folder name: raised ×1.4`."""
     words = []
     for key, value in why.items():
         if key in _FOUND_BY:
-            words.append(f"{_FOUND_BY[key]}: rank {value}")
+            words.append(f"{_FOUND_BY[key]} (#{value})")
         elif key == "evidence" and isinstance(value, list):
-            words.append(f"tests or docs that use it point here ({len(value)} chunk{'s' if len(value) != 1 else ''})")
-        elif key == "function":
-            words.append(f"its file's definition no. {value} for this query")
+            words.append(f"used by {len(value)} matching test{'s' if len(value) != 1 else ''} or doc{'s' if len(value) != 1 else ''}")
+        elif key == "function" and isinstance(value, int):
+            words.append(f"the {_ordinal(value)} match among its file's definitions")
         elif key == "coherence" and isinstance(value, float) and value < 1:
-            words.append(f"a better hit of its file comes first: ×{value:g}")
+            words.append("another part of its file ranks higher")
         elif key == "rerank":
-            words.append(f"{_SIGNAL_WORDS[key]}: {value}")
+            words.append(f"cross-encoder score {value}")
         elif isinstance(value, float):
-            words.append(f"{_SIGNAL_WORDS.get(key, key)}: ×{value:g}")
+            words.append(f"{_SIGNAL_WORDS.get(key, key)}: {'raised' if value > 1 else 'lowered'} ×{value:g}")
         else:
             words.append(f"{_SIGNAL_WORDS.get(key, key)}: {value}")
     return words
+
+
+def status_fields(lines: list[str]) -> list[tuple[str, str]]:
+    """status_lines as (label, value) pairs for a panel, without the root (its heading)."""
+    pairs = [(line.split(": ", 1)[0], line.split(": ", 1)[1]) if ": " in line else ("", line) for line in lines]
+    return [(label, value) for label, value in pairs if label != "root"]
 
 
 def report_lines(report: IndexReport, stats: StoreStats) -> list[str]:

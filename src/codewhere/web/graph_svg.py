@@ -26,6 +26,19 @@ def _label(text: str) -> str:
     return text if len(text) <= MAX_LABEL else text[: MAX_LABEL - 1] + "…"
 
 
+def _labels(texts: Sequence[str]) -> list[str]:
+    """Each text cut to MAX_LABEL; where two different texts would read the same cut at the end
+    (`test_should_bypass_proxies_wi…` three times), they are cut in the middle instead, keeping
+    the ends that tell them apart (`test_should_by…n_registry`)."""
+    shown = [_label(t) for t in texts]
+    seen: dict[str, set[str]] = {}
+    for text, label in zip(texts, shown, strict=True):
+        seen.setdefault(label, set()).add(text)
+    head = MAX_LABEL // 2 - 1
+    tail = MAX_LABEL - head - 1
+    return [label if len(seen[label]) == 1 else text[:head] + "…" + text[-tail:] for text, label in zip(texts, shown, strict=True)]
+
+
 def _column(nodes: Sequence[Node], more_href: str | None) -> list[Node]:
     """At most MAX_PER_SIDE boxes, equal names counted once (a caller calling twice is one box)."""
     unique: dict[str, Node] = {}
@@ -35,7 +48,9 @@ def _column(nodes: Sequence[Node], more_href: str | None) -> list[Node]:
     if len(kept) > MAX_PER_SIDE:
         rest = len(kept) - (MAX_PER_SIDE - 1)
         kept = kept[: MAX_PER_SIDE - 1] + [Node(f"+{rest} more", f"{rest} more, listed below", more_href)]
-    return kept
+    shown = _labels([node.label for node in kept])
+    return [Node(label, f"{node.label}: {node.detail}" if label != node.label else node.detail, node.href, node.resolution)
+            for node, label in zip(kept, shown, strict=True)]
 
 
 def call_graph_svg(centre: Node, callers: Sequence[Node], callees: Sequence[Node], more_href: str | None = None) -> str:
