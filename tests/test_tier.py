@@ -52,6 +52,10 @@ def test_a_partial_tier_is_never_searched(sample_repo: Path, monkeypatch: pytest
         index.refresh()
         assert not index.tier_coverage().complete and index.tier_reader() is None  # type: ignore[union-attr]
         assert index.fill_tier().complete and index.tier_reader() is not None
+        # a deleted file leaves every remaining text covered: the tier still answers
+        (sample_repo / "src/shop/payment.py").unlink()
+        index.refresh()
+        assert index.tier_reader() is not None
 
 
 def test_the_tier_vector_list_keeps_to_the_filters(sample_repo: Path) -> None:

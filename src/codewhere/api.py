@@ -270,28 +270,30 @@ class Index:
             return None
         return tier.Coverage(*self.store.tier_coverage())
 
-    def tier_embedder(self) -> Embedder:
+    def tier_embedder(self, threads: int | None = None) -> Embedder:
+        """MiniLM for the tier, loaded once (`threads`: onnxruntime's, when it is first loaded)."""
         if self._tier_embedder is None:
-            self._tier_embedder = tier.load_tier_embedder()
+            self._tier_embedder = tier.load_tier_embedder(threads)
         return self._tier_embedder
 
     def fill_tier(self, stop: threading.Event | None = None, progress: Callable[[int, int], None] | None = None,
-                  wait_seconds: float | None = None) -> tier.Coverage:
+                  wait_seconds: float | None = None, threads: int | None = None) -> tier.Coverage:
         """Embed what the tier lacks with MiniLM, a page at a time under the writer lock (waiting
         `wait_seconds` for it, default the settings'); resumable: what was committed stays."""
         store = self._tier_store()
         wait = self.settings.lock_wait_seconds if wait_seconds is None else wait_seconds
-        return tier.fill(store, self.tier_embedder(), lambda: store.writer_lock(wait), stop, progress)
+        return tier.fill(store, self.tier_embedder(threads), lambda: store.writer_lock(wait), stop, progress)
 
     def tier_reader(self) -> SearchReader | None:
-        """The reader whose vector list is the tier's, when the index has a tier covering every
-        text and MiniLM can be loaded; None otherwise. Checked once per change of the index."""
-        if not isinstance(self.store, SqliteStore) or not self.store.has_tier():
+        """The reader whose vector list is the tier's, when the last fill found the tier covering
+        every text (no chunk was written since) and MiniLM can be loaded; None otherwise. Looked at
+        once per change of the index."""
+        if not isinstance(self.store, SqliteStore):
             return None
         token = self.store.change_token()
         if self._tier_cache is None or self._tier_cache[0] != token:
             found: SearchReader | None = None
-            if tier.Coverage(*self.store.tier_coverage()).complete and self._tier_loadable():
+            if self.store.tier_complete() and self._tier_loadable():
                 ids, vectors = self.store.tier_vectors()
                 found = tier.reader(self.reader, ids, vectors)
             self._tier_cache = (token, found)
@@ -356,6 +358,8 @@ class Index:
                     report = self._refresh(fresh, embedder, progress)
             else:
                 report = self._refresh(self.store, embedder, progress, paths, quick)
+                if report.changed and isinstance(self.store, SqliteStore) and self.store.has_tier():
+                    self.store.mark_tier_complete()  # a deletion or a rename leaves it whole; an edit does not
         return report
 
     def _refresh(

@@ -52,10 +52,12 @@ class Coverage:
         return f"quality tier ({TIER_MODEL}): {self.done:,} of {self.total:,} texts embedded; searches use the static vectors until it is complete"
 
 
-def load_tier_embedder() -> Embedder:
+def load_tier_embedder(threads: int | None = None) -> Embedder:
+    """MiniLM at the tier's length; `threads`: onnxruntime's threads (a background fill takes one
+    core and leaves the other to searches; default: every core)."""
     from codewhere.embed.onnx import load_onnx
 
-    return load_onnx(TIER_MODEL.partition(":")[2], TIER_MAX_TOKENS)
+    return load_onnx(TIER_MODEL.partition(":")[2], TIER_MAX_TOKENS, threads)
 
 
 def fill(
@@ -72,7 +74,10 @@ def fill(
     while not (stop is not None and stop.is_set()):
         page = store.tier_texts_missing(FILL_PAGE)
         if not page:
-            break
+            with write_lock():  # no refresh between this look and the mark: searches may trust it
+                if store.mark_tier_complete():
+                    break
+            continue
         vectors = embedder.embed_documents([text for _, text in page])
         with write_lock():
             store.add_tier_vectors([h for h, _ in page], vectors)

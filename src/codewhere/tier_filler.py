@@ -21,6 +21,7 @@ from codewhere.errors import CodewhereError, IndexBusyError
 log = logging.getLogger(__name__)
 
 CHECK_SECONDS = 5.0  # between looks at an index that is not complete, busy, or fully covered
+FILL_THREADS = 1  # onnxruntime threads of a background fill
 
 
 class TierFiller:
@@ -53,7 +54,8 @@ class TierFiller:
             while not self._stop.is_set():
                 if "root" in index.store.meta():  # the static index is complete: its first build has finished
                     try:
-                        self.coverage = index.fill_tier(self._stop, self._progress, wait_seconds=0.0)
+                        # one core: the other stays with the searches and refreshes
+                        self.coverage = index.fill_tier(self._stop, self._progress, wait_seconds=0.0, threads=FILL_THREADS)
                     except IndexBusyError:
                         pass  # a refresh holds the index: the next look continues where this page stopped
                     except CodewhereError as exc:  # no onnxruntime, no MiniLM package, a team index

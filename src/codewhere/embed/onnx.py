@@ -43,7 +43,8 @@ def bundled_minilm_files() -> tuple[Path, Path]:
 
 
 class OnnxEmbedder:
-    def __init__(self, model_file: Path, tokenizer_file: Path, model_id: str, max_seq_length: int | None = None) -> None:
+    def __init__(self, model_file: Path, tokenizer_file: Path, model_id: str, max_seq_length: int | None = None,
+                 threads: int | None = None) -> None:
         try:
             import onnxruntime
         except ImportError as exc:
@@ -52,7 +53,10 @@ class OnnxEmbedder:
             raise ModelError(f"{model_file.parent} needs model.onnx and tokenizer.json", "export the model with optimum, or pick another")
         self.convention: Convention = convention_for(model_id)
         self.max_seq_length = max_seq_length or self.convention.max_seq_length
-        self._session = onnxruntime.InferenceSession(str(model_file), providers=["CPUExecutionProvider"])
+        options = onnxruntime.SessionOptions()
+        if threads is not None:
+            options.intra_op_num_threads = options.inter_op_num_threads = threads
+        self._session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.enable_truncation(self.max_seq_length)
@@ -107,14 +111,14 @@ class OnnxEmbedder:
         return vector
 
 
-def load_onnx(spec: str, max_seq_length: int | None = None) -> OnnxEmbedder:
+def load_onnx(spec: str, max_seq_length: int | None = None, threads: int | None = None) -> OnnxEmbedder:
     """`minilm` (bundled) or a folder holding model.onnx and tokenizer.json."""
     if spec == BUNDLED_MINILM:
         model_file, tokenizer_file = bundled_minilm_files()
         # the id is what a later search without --model loads again, so it is the spec itself
-        return OnnxEmbedder(model_file, tokenizer_file, f"onnx:{BUNDLED_MINILM}", max_seq_length)
+        return OnnxEmbedder(model_file, tokenizer_file, f"onnx:{BUNDLED_MINILM}", max_seq_length, threads)
     folder = Path(spec).expanduser()
     if not folder.is_dir():
         raise ModelError(f"ONNX model folder {spec} not found", "pass onnx:minilm or onnx:/path/to/exported-model")
     model_file = folder / "model.onnx" if (folder / "model.onnx").exists() else folder / "onnx" / "model.onnx"
-    return OnnxEmbedder(model_file, folder / "tokenizer.json", f"onnx:{folder.resolve()}", max_seq_length)
+    return OnnxEmbedder(model_file, folder / "tokenizer.json", f"onnx:{folder.resolve()}", max_seq_length, threads)

@@ -88,6 +88,7 @@ WRITER_CACHE_KIB = 65_536  # page cache of a connection that writes (SQLite: neg
 QUANTIZE_PAGE = 50_000  # vectors read at a time when an index first quantizes them
 SIGN_PAGE = 256  # vectors per row of `vector_signs` (8 KB at 256 dimensions)
 COMPACT = "compact"  # meta: "1" once the index holds QUANTIZE_FROM vectors and keeps the compact form
+TIER_COMPLETE = "tier_complete"  # meta: "1" while the quality tier covers every chunk text (tier.py); a chunk write clears it
 KEPT_THROUGH = "kept_through"  # meta: the largest chunk id whose keyword rows moved out of FTS5 (kept_postings.py)
 KEPT_PARTS = "kept_parts"  # meta: how many moves so far (each adds a part to the terms it holds)
 HOLD_FROM_BYTES = 128 << 20  # a first build reading this much likely turns compact (the kernel: 200k chunks by 130 MB): moves from the start
@@ -801,6 +802,7 @@ class SqliteStore:
         `symbol_fts_rows` each symbol's (name, split name, qualified name tokens), `text_at`
         where each chunk's text starts in the file's text (-1: not a slice of it).
         """
+        self._tier_stale()
         if self._pending is None and self._kept_through() \
                 and not self._db.execute("SELECT 1 FROM chunks_fts_docsize LIMIT 1").fetchone():
             self._pending = kept_postings.Pending()  # nothing in FTS5 since the last move: hold from here
@@ -876,6 +878,7 @@ class SqliteStore:
         self._db.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path))
 
     def delete_files(self, paths: Iterable[str]) -> None:
+        self._tier_stale()
         ids = self._file_ids(paths)
         self._delete_contents(ids)
         self._db.execute("DELETE FROM files WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
@@ -1000,6 +1003,23 @@ class SqliteStore:
         # the chunk's text stand for it, as in chunk_at (the tier reads their first 128 tokens)
         return [(_hash_text(h), embed or f"{path}\n{self._row_text(stored, path, digest, at, length)}")
                 for h, embed, stored, path, digest, at, length in rows]
+
+    def _tier_stale(self) -> None:
+        """The chunks change: the tier no longer covers them all (until a fill says so again)."""
+        self._db.execute("DELETE FROM meta WHERE key = ?", (TIER_COMPLETE,))
+
+    def tier_complete(self) -> bool:
+        """Whether the tier covers every chunk text, as the last fill found under the writer lock."""
+        value = self._db.execute("SELECT value FROM meta WHERE key = ?", (TIER_COMPLETE,)).get
+        return value == "1"
+
+    def mark_tier_complete(self) -> bool:
+        """Record that the tier covers every text, if it does (call under the writer lock)."""
+        with self.transaction():
+            done = self.has_tier() and not self.tier_texts_missing(1)
+            if done:
+                self.set_meta({TIER_COMPLETE: "1"})
+        return done
 
     def tier_coverage(self) -> tuple[int, int]:
         """(texts with a tier vector, texts to embed): distinct chunk texts."""
@@ -1522,6 +1542,7 @@ class SqliteStore:
 
     def clear_files(self) -> None:
         """Forget every file (a chunker change): the next refresh re-reads and re-chunks all."""
+        self._tier_stale()
         for table in ("chunks_fts", "files_fts", "chunks", "symbols_fts", "edge_rows", "names", "symbols", "files"):
             self._db.execute(f"DELETE FROM {table}")
         self._db.execute("DROP TABLE IF EXISTS kept_postings")
