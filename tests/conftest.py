@@ -31,6 +31,7 @@ def isolated_cache(
     monkeypatch.setenv("CODEWHERE_CACHE_DIR", str(cache))
     monkeypatch.setenv("CODEWHERE_MODELS_DIR", str(shared_models_dir))
     monkeypatch.delenv("CODEWHERE_MODEL", raising=False)
+    monkeypatch.delenv("CODEWHERE_QUALITY", raising=False)  # the tier only where a test turns it on
     return cache
 
 
