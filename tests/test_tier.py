@@ -103,6 +103,25 @@ def test_a_server_fills_the_tier_in_the_background(sample_repo: Path, monkeypatc
         workspace.close()
 
 
+@needs_onnx
+def test_an_mcp_answer_says_which_vectors_answered(sample_repo: Path) -> None:
+    import anyio
+
+    from tests.test_mcp import payload, session_run  # the real server over stdio
+
+    with Index.open(sample_repo, settings=Settings.from_env().with_flags(quality=True)) as index:
+        index.refresh()
+        assert index.fill_tier().complete
+    answers: list[dict] = []
+
+    async def body(session) -> None:  # noqa: ANN001
+        answers.append(payload(await session.call_tool("search", {"query": "pay with a credit card"})))  # type: ignore[arg-type]
+
+    anyio.run(session_run, sample_repo, body)
+    assert answers[0]["vectors"] == "onnx:minilm (quality tier)"
+    assert "src/shop/payment.py" in [h["location"].split(":")[0] for h in answers[0]["hits"]]
+
+
 def test_a_text_a_worker_embedded_is_read_back_for_the_tier(sample_repo: Path) -> None:
     """Workers embed a new file's chunks with the static model and keep no embedding text
     (reading.py): the tier embeds the path and the chunk's text instead, never an empty string."""

@@ -18,7 +18,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from codewhere import output
+from codewhere import output, tier
 from codewhere.agent_answer import DEFAULT_LINES, compact, search_answer, tokens
 from codewhere.api import DEFAULT_K, Index, SearchRequest
 from codewhere.errors import CodewhereError
@@ -139,6 +139,10 @@ def build_server(workspace: Workspace) -> MCPServer:
             answer = search_answer(hits, file_lines(index), max_lines, max_tokens, explain, workspace.redact_secrets)
             if explain:
                 answer["ranking"] = index.ranking_set.name
+            if index.tier_reader() is not None:  # which vectors answered, where a quality tier exists
+                answer["vectors"] = f"{tier.TIER_MODEL} (quality tier)"
+            elif filling := workspace.tier_state(index.root):
+                answer["vectors"] = f"static; {filling}"
             if note := workspace.freshness(index.root):
                 answer["index"] = f"answered from the last committed state; the watcher is {note}"
             return compact(answer)
