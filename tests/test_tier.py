@@ -41,19 +41,26 @@ def test_a_partial_tier_is_never_searched(sample_repo: Path, monkeypatch: pytest
         index.refresh()
         index._tier_embedder = FakeEmbedder(dim=8, name="tier-fake")  # noqa: SLF001 — no MiniLM needed here
         coverage = index.fill_tier(stop, progress=lambda done, total: stop.set())
-        assert coverage.done == 2 and not coverage.complete
+        assert coverage is not None and coverage.done == 2 and not coverage.complete
         assert index.tier_reader() is None and index.ranking_set.name == "neutral"
         coverage = index.fill_tier()
-        assert coverage.complete and coverage.done == coverage.total
+        assert coverage is not None and coverage.complete and coverage.done == coverage.total
         assert index.tier_reader() is not None and index.ranking_set.name == "onnx:minilm"
+        # a whole tier: a fill (a server's every few seconds) reads and writes nothing
+        before = index.store.change_token()
+        assert index.fill_tier() is None and index.store.change_token() == before
         # an edit adds a text the tier lacks: partial again, and the static vectors answer
         (sample_repo / "src/shop/payment.py").write_text("def refund_order(order):\n    return order.total\n")
         bump_mtime(sample_repo / "src/shop/payment.py")
         index.refresh()
         assert not index.tier_coverage().complete and index.tier_reader() is None  # type: ignore[union-attr]
-        assert index.fill_tier().complete and index.tier_reader() is not None
-        # a deleted file leaves every remaining text covered: the tier still answers
-        (sample_repo / "src/shop/payment.py").unlink()
+        assert index.fill_tier().complete and index.tier_reader() is not None  # type: ignore[union-attr]
+        # a renamed file's texts all have their vectors, and a deleted file leaves every remaining
+        # text covered: the tier still answers
+        (sample_repo / "src/shop/payment.py").rename(sample_repo / "src/shop/refunds.py")
+        index.refresh()
+        assert index.tier_reader() is not None
+        (sample_repo / "src/shop/refunds.py").unlink()
         index.refresh()
         assert index.tier_reader() is not None
 

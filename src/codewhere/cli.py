@@ -364,7 +364,8 @@ def _cmd_index(args: argparse.Namespace) -> Answer:
     with _open(args, rebuild=args.rebuild) as index:
         with _progress(args) as progress:
             report = index.refresh(progress, wait_seconds=args.wait, rebuild=args.rebuild)
-            coverage = index.fill_tier(progress=_tier_progress(progress), wait_seconds=args.wait) if index.settings.quality else None
+            coverage = ((index.fill_tier(progress=_tier_progress(progress), wait_seconds=args.wait) or index.tier_coverage())
+                        if index.settings.quality else None)
         stats = index.status()
     lines = render.report_lines(report, stats) + ([coverage.line()] if coverage else [])
     out = output.report(report, stats)

@@ -15,7 +15,6 @@ the fill; an edit makes the tier partial until the next page covers the new text
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -29,8 +28,6 @@ from codewhere.store import SearchReader
 from codewhere.store.base import ChunkAt
 from codewhere.store.sqlite import SqliteStore
 from codewhere.types import ChunkRow, Filters, TermQuery
-
-log = logging.getLogger(__name__)
 
 TIER_MODEL = "onnx:minilm"
 TIER_MAX_TOKENS = 128
@@ -64,13 +61,17 @@ def fill(
     store: SqliteStore, embedder: Embedder, write_lock: Callable[[], AbstractContextManager[object]],
     stop: threading.Event | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> Coverage:
+) -> Coverage | None:
     """Embed the texts without a tier vector, a page at a time, until none is left or `stop` is
-    set. `write_lock()` is a context manager held while a page is written (the index's writer
-    lock); it may raise to skip this round (another process is indexing), which ends the fill."""
-    store.bind_tier_model(embedder.info)
+    set; None when the tier was whole already (nothing read). `write_lock()` is a context manager
+    held while the index is written (the index's writer lock); it may raise to skip this round
+    (another process is indexing), which ends the fill."""
+    if store.tier_complete() and store.tier_model() == embedder.info:
+        return None
     with write_lock():
+        store.bind_tier_model(embedder.info)
         store.delete_orphan_tier_vectors()
+    done, total = store.tier_coverage()
     while not (stop is not None and stop.is_set()):
         page = store.tier_texts_missing(FILL_PAGE)
         if not page:
@@ -81,8 +82,8 @@ def fill(
         vectors = embedder.embed_documents([text for _, text in page])
         with write_lock():
             store.add_tier_vectors([h for h, _ in page], vectors)
+        done = min(done + len(page), total)  # a refresh between pages may add texts: the bar stays below its end
         if progress is not None:
-            done, total = store.tier_coverage()
             progress(done, total)
     return Coverage(*store.tier_coverage())
 

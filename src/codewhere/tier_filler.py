@@ -50,12 +50,15 @@ class TierFiller:
         except CodewhereError as exc:
             self._give_up(exc)
             return
+        ready = False
         try:
             while not self._stop.is_set():
-                if "root" in index.store.meta():  # the static index is complete: its first build has finished
+                ready = ready or "root" in index.store.meta()  # the static index's first build has finished
+                if ready:
                     try:
-                        # one core: the other stays with the searches and refreshes
-                        self.coverage = index.fill_tier(self._stop, self._progress, wait_seconds=0.0, threads=FILL_THREADS)
+                        # one core: the other stays with the searches and refreshes; nothing read while it is whole
+                        filled = index.fill_tier(self._stop, self._progress, wait_seconds=0.0, threads=FILL_THREADS)
+                        self.coverage = filled or self.coverage or index.tier_coverage()
                     except IndexBusyError:
                         pass  # a refresh holds the index: the next look continues where this page stopped
                     except CodewhereError as exc:  # no onnxruntime, no MiniLM package, a team index

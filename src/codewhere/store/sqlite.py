@@ -802,7 +802,7 @@ class SqliteStore:
         `symbol_fts_rows` each symbol's (name, split name, qualified name tokens), `text_at`
         where each chunk's text starts in the file's text (-1: not a slice of it).
         """
-        self._tier_stale()
+        self._tier_stale_unless_covered([c.content_hash for c in chunks if c.embed])
         if self._pending is None and self._kept_through() \
                 and not self._db.execute("SELECT 1 FROM chunks_fts_docsize LIMIT 1").fetchone():
             self._pending = kept_postings.Pending()  # nothing in FTS5 since the last move: hold from here
@@ -878,7 +878,6 @@ class SqliteStore:
         self._db.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?", (size, mtime_ns, path))
 
     def delete_files(self, paths: Iterable[str]) -> None:
-        self._tier_stale()
         ids = self._file_ids(paths)
         self._delete_contents(ids)
         self._db.execute("DELETE FROM files WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
@@ -886,15 +885,24 @@ class SqliteStore:
     # ---- vectors -------------------------------------------------------------------------
 
     def model(self) -> ModelInfo | None:
-        meta = self.meta()
-        if "model_fingerprint" not in meta:
+        return self._recorded_model("model")
+
+    def _recorded_model(self, prefix: str) -> ModelInfo | None:
+        """The model recorded under `prefix`_id, _dim and _fingerprint in meta (those keys only:
+        meta also holds every folder's freshness stamps)."""
+        held = dict(self._db.execute("SELECT key, value FROM meta WHERE key IN (?, ?, ?)",
+                                     (f"{prefix}_id", f"{prefix}_dim", f"{prefix}_fingerprint")))
+        if f"{prefix}_fingerprint" not in held:
             return None
-        return ModelInfo(meta["model_id"], int(meta["model_dim"]), meta["model_fingerprint"])
+        return ModelInfo(str(held[f"{prefix}_id"]), int(held[f"{prefix}_dim"]), str(held[f"{prefix}_fingerprint"]))
+
+    def _record_model(self, prefix: str, info: ModelInfo) -> None:
+        self.set_meta({f"{prefix}_id": info.id, f"{prefix}_dim": str(info.dim), f"{prefix}_fingerprint": info.fingerprint})
 
     def bind_model(self, info: ModelInfo) -> None:
         """Record the index's model and create its vector table; the caller checked for a mismatch."""
         with self.transaction():
-            self.set_meta({"model_id": info.id, "model_dim": str(info.dim), "model_fingerprint": info.fingerprint})
+            self._record_model("model", info)
             self._db.execute("DELETE FROM embeddings")
             self._db.execute("DROP TABLE IF EXISTS vec_chunks")
             self._drop_compact()
@@ -971,19 +979,17 @@ class SqliteStore:
     # ---- the quality tier: a second model's vectors (tier.py) --------------------------------
 
     def tier_model(self) -> ModelInfo | None:
-        meta = self.meta()
-        if "tier_model_fingerprint" not in meta:
-            return None
-        return ModelInfo(meta["tier_model_id"], int(meta["tier_model_dim"]), meta["tier_model_fingerprint"])
+        return self._recorded_model("tier_model")
 
     def bind_tier_model(self, info: ModelInfo) -> None:
-        """Record the tier's model; another model's vectors are dropped (they would not compare)."""
+        """Record the tier's model; another model's vectors are dropped (they would not compare),
+        and with them the tier's claim to be whole."""
         with self.transaction():
             self._db.execute(_TIER_SCHEMA)
             if self.tier_model() != info:
                 self._db.execute("DELETE FROM tier_vectors")
-                self.set_meta({"tier_model_id": info.id, "tier_model_dim": str(info.dim),
-                               "tier_model_fingerprint": info.fingerprint})
+                self._tier_stale()
+                self._record_model("tier_model", info)
 
     def has_tier(self) -> bool:
         """Whether a quality tier was ever started in this index."""
@@ -999,14 +1005,28 @@ class SqliteStore:
                WHERE c.embed_text IS NOT NULL
                  AND NOT EXISTS (SELECT 1 FROM tier_vectors t WHERE t.content_hash = c.content_hash)
                GROUP BY c.content_hash LIMIT ?""", (limit,)).fetchall())
-        # an empty embedding text was embedded by a worker and not kept (reading.py): the path and
-        # the chunk's text stand for it, as in chunk_at (the tier reads their first 128 tokens)
-        return [(_hash_text(h), embed or f"{path}\n{self._row_text(stored, path, digest, at, length)}")
+        return [(_hash_text(h), self._embedding_text(embed, stored, path, digest, at, length))
                 for h, embed, stored, path, digest, at, length in rows]
 
+    def _embedding_text(self, embed: str, stored: str | bytes | None, path: str, digest: str | None, at: int,
+                        length: int) -> str:
+        """A chunk's embedding text; an empty one was embedded by a worker and not kept (reading.py):
+        the path and the chunk's text stand for it."""
+        return embed or f"{path}\n{self._row_text(stored, path, digest, at, length)}"
+
     def _tier_stale(self) -> None:
-        """The chunks change: the tier no longer covers them all (until a fill says so again)."""
+        """The tier no longer covers every text (until a fill says so again)."""
         self._db.execute("DELETE FROM meta WHERE key = ?", (TIER_COMPLETE,))
+
+    def _tier_stale_unless_covered(self, hashes: Sequence[str]) -> None:
+        """A file's chunks are written: a whole tier stays whole only if each of their texts has
+        its vector (a renamed or re-saved file's do; an edited one's new text does not)."""
+        if self.tier_complete() and self._db.execute(
+            """SELECT 1 FROM json_each(?) j
+               WHERE NOT EXISTS (SELECT 1 FROM tier_vectors t WHERE t.content_hash = j.value) LIMIT 1""",
+            (json.dumps([_hash_key(h) for h in hashes]),),
+        ).fetchone():
+            self._tier_stale()
 
     def tier_complete(self) -> bool:
         """Whether the tier covers every chunk text, as the last fill found under the writer lock."""
@@ -1016,7 +1036,12 @@ class SqliteStore:
     def mark_tier_complete(self) -> bool:
         """Record that the tier covers every text, if it does (call under the writer lock)."""
         with self.transaction():
-            done = self.has_tier() and not self.tier_texts_missing(1)
+            if self.tier_complete():
+                return True
+            done = self.has_tier() and not self._db.execute(
+                """SELECT 1 FROM chunks c WHERE c.embed_text IS NOT NULL
+                     AND NOT EXISTS (SELECT 1 FROM tier_vectors t WHERE t.content_hash = c.content_hash) LIMIT 1""",
+            ).fetchone()
             if done:
                 self.set_meta({TIER_COMPLETE: "1"})
         return done
@@ -1542,7 +1567,6 @@ class SqliteStore:
 
     def clear_files(self) -> None:
         """Forget every file (a chunker change): the next refresh re-reads and re-chunks all."""
-        self._tier_stale()
         for table in ("chunks_fts", "files_fts", "chunks", "symbols_fts", "edge_rows", "names", "symbols", "files"):
             self._db.execute(f"DELETE FROM {table}")
         self._db.execute("DROP TABLE IF EXISTS kept_postings")
@@ -1903,8 +1927,7 @@ class SqliteStore:
         ).fetchone()
         if not row:
             return None
-        # an empty embedding text was embedded by a worker and not kept (reading.py): it is the text's
-        embed_text = row[1] or f"{path}\n{self._row_text(row[2], path, row[6], row[4], row[5])}"
+        embed_text = self._embedding_text(row[1], row[2], path, row[6], row[4], row[5])
         return ChunkAt(int(row[0]), embed_text, np.frombuffer(row[3], np.float32) if row[3] is not None else None)
 
     def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]:
