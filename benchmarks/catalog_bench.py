@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from codewhere.api import Index
+from codewhere.languages import TRANSLATION_CATALOGS
 
-CATALOG = (".po", ".pot", ".strings", ".xliff", ".xlf", ".resx")
 QUESTIONS = (
     "enter a valid email address",
     "the password is too similar to the username",
@@ -36,7 +36,7 @@ def main() -> None:
         index.refresh()
         for question in QUESTIONS:
             hits = index.search(question, k=10)
-            crowding = sum(h.path.endswith(CATALOG) for h in hits)
+            crowding = sum(h.path.lower().endswith(TRANSLATION_CATALOGS) for h in hits)
             total += crowding
             first = f"{hits[0].path}:{hits[0].start_line}-{hits[0].end_line}" if hits else "-"
             print(f"{crowding:>2}  {question:<58} {first}")

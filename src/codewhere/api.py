@@ -287,6 +287,11 @@ class Index:
             return None
         return tier.Coverage(*self.store.tier_coverage())
 
+    def tier_line(self) -> str | None:
+        """The tier's coverage in words, for status answers; None where there is no tier."""
+        coverage = self.tier_coverage()
+        return coverage.line() if coverage else None
+
     def tier_embedder(self, threads: int | None = None) -> Embedder:
         """MiniLM for the tier, loaded once (`threads`: onnxruntime's, when it is first loaded)."""
         if self._tier_embedder is None:

@@ -438,8 +438,7 @@ def _cmd_status(args: argparse.Namespace) -> Answer:
         stats = index.status()
         repositories = index.repositories() if index.shared else None
         git = index.git_state()
-        coverage = index.tier_coverage()
-        tier_line = coverage.line() if coverage else None
+        tier_line = index.tier_line()
         data = output.status(str(index.root), index.store.location, stats, repositories, git, tier=tier_line)
         lines = render.status_lines(index.root, index.store.location, stats, repositories, git) + ([tier_line] if tier_line else [])
     return Answer(data, _print_lines(lines))

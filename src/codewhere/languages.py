@@ -29,6 +29,9 @@ LANGUAGE_BY_EXTENSION: dict[str, str] = {
     ".proto": "protobuf", ".graphql": "graphql", ".tf": "hcl", ".cmake": "cmake", ".bzl": "starlark",
     ".po": "gettext", ".pot": "gettext", ".strings": "strings", ".xlf": "xml", ".xliff": "xml", ".resx": "xml",
 }
+# translation catalogs: configuration by their languages above, and a kind-prior of their own
+# (search/ranking/penalties.py) unless a question asks about translations
+TRANSLATION_CATALOGS = (".po", ".pot", ".strings", ".xliff", ".xlf", ".resx")
 
 LANGUAGE_BY_FILENAME: dict[str, str] = {
     "Makefile": "make", "makefile": "make", "GNUmakefile": "make", "Dockerfile": "dockerfile",

@@ -228,8 +228,7 @@ def build_server(workspace: Workspace) -> MCPServer:
             index, _ = workspace.index_for(path)
             return compact(output.status(str(index.root), index.store.location, index.status(),
                                          index.repositories() if index.shared else None, index.git_state(),
-                                         workspace.watch_state(index.root), workspace.tier_state(index.root)
-                                         or _tier_line(index)))
+                                         workspace.watch_state(index.root), workspace.tier_line(index)))
         return await call(None, go)
 
     @server.tool(structured_output=False)
@@ -278,8 +277,3 @@ def serve(roots: list[str], redact_secrets: bool = True, index_file: str | None 
     finally:
         workspace.close()
 
-
-def _tier_line(index: Index) -> str | None:
-    """The quality tier's coverage where it is on and no background fill reports it."""
-    coverage = index.tier_coverage()
-    return coverage.line() if coverage else None

@@ -61,7 +61,7 @@ def _ordinal(n: int) -> str:
 
 
 def why_words(why: dict[str, object]) -> list[str]:
-    """Why a hit ranked where it did, one phrase per reason: `close in meaning (2nd)`,
+    """Why a hit ranked where it did, one phrase per reason: `close in meaning (#2)`,
     `the question's words in its file or folder name: raised ×1.4`."""
     words = []
     for key, value in why.items():
@@ -84,8 +84,8 @@ def why_words(why: dict[str, object]) -> list[str]:
 
 def status_fields(lines: list[str]) -> list[tuple[str, str]]:
     """status_lines as (label, value) pairs for a panel, without the root (its heading)."""
-    pairs = [(line.split(": ", 1)[0], line.split(": ", 1)[1]) if ": " in line else ("", line) for line in lines]
-    return [(label, value) for label, value in pairs if label != "root"]
+    pairs = [line.partition(": ") for line in lines]
+    return [(label, value) if sep else ("", label) for label, sep, value in pairs if label != "root"]
 
 
 def report_lines(report: IndexReport, stats: StoreStats) -> list[str]:

@@ -26,6 +26,7 @@ from codewhere.config import Settings
 from codewhere.errors import CodewhereError, IndexBusyError
 from codewhere.indexer import IndexReport, Progress, Step
 from codewhere.languages import SKIPPED_DIRS
+from codewhere.tier_filler import TierFiller
 
 log = logging.getLogger(__name__)
 
@@ -325,8 +326,6 @@ def watch_forever(roots: list[Path], progress: Progress | None, poll: bool, say:
     interrupted = threading.Event()
     previous = {number: signal.signal(number, lambda *_: interrupted.set()) for number in STOP_SIGNALS}
     watchers = [Watcher(root, partial(Index.open, root), poll=poll, on_report=teller(root)).start() for root in roots]
-    from codewhere.tier_filler import TierFiller  # imports this module's Index user: here, not at the top
-
     fillers = [TierFiller(root, partial(Index.open, root)).start() for root in roots if Settings.load(root).quality]
     try:
         for watcher in watchers:

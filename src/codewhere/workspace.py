@@ -168,6 +168,10 @@ class Workspace:
             return f"quality tier: not filled ({filler.failed})"
         return filler.coverage.line() if filler.coverage else "quality tier: waiting for the index to be complete"
 
+    def tier_line(self, index: Index) -> str | None:
+        """The tier of `index` for a status answer: its background fill, else its coverage."""
+        return self.tier_state(index.root) or index.tier_line()
+
     def close(self) -> None:
         for filler in self._fillers.values():
             filler.stop()

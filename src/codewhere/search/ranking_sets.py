@@ -5,7 +5,8 @@ BM25's, how much a file's other chunks should lift one. Fitted on the static def
 back most of what MiniLM's better vectors found (issue 50), so each bundled model has its own set,
 fitted on the development split at both levels (benchmarks/fit_signals.py); a model without one
 gets NEUTRAL: plain fusion of the keyword, vector and name lists, with only the test and docs
-handling (`kind-prior`), which no list knows about. `why` and `--json` name the set that ranked.
+handling (`kind-prior`), which no list knows about. `--json`, the web API and MCP `explain`
+name the set that ranked.
 """
 
 from __future__ import annotations

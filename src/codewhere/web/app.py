@@ -308,8 +308,7 @@ class Pages:
                 stats = index.status()
                 lines = render.status_lines(index.root, index.store.location, stats,
                                             index.repositories() if index.shared else None)
-                tier_line = self.workspace.tier_state(index.root) or (
-                    coverage.line() if (coverage := index.tier_coverage()) else None)
+                tier_line = self.workspace.tier_line(index)
                 return {"fields": render.status_fields(lines + ([tier_line] if tier_line else []))}
             shown.append({"root": str(root), "number": i, **self._ask(i, describe)})
         return self.render("status.html", indexes=shown, eval_queries=self.options.eval_queries)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from codewhere.languages import TRANSLATION_CATALOGS
 from codewhere.search.params import RankingParams
 from codewhere.search.query import Query
 from codewhere.search.ranking.words import head
@@ -14,9 +15,6 @@ from codewhere.types import ChunkRow, FileKind
 EXAMPLE_PATH = re.compile(r"(^|/)(examples?|samples?|demos?|benchmarks?|bench|vendor|vendored|third_party|thirdparty|compat|_compat)(/|$)", re.IGNORECASE)
 _REEXPORT_FILE = re.compile(r"(^|/)(__init__\.py|index\.[cm]?[jt]sx?|mod\.rs)$")
 _STUB_FILE = re.compile(r"\.(d\.ts|pyi)$")
-# translation catalogs (kind config): each repeats every user-facing string of the code, once per
-# language, so a question quoting a message finds a dozen catalogs before the code that shows it
-_CATALOG_FILE = re.compile(r"\.(po|pot|strings|xliff|xlf|resx)$", re.IGNORECASE)
 # code a tool wrote from a schema (protobuf, gRPC, Flutter's build_runner): it names every message
 # and field of the schema, so a question's words match it before the code that uses them
 _GENERATED_FILE = re.compile(r"(_pb2(_grpc)?\.pyi?|\.pb\.(go|cc|h)|\.pb\.gw\.go|_grpc\.pb\.go|\.g\.dart|\.freezed\.dart|_generated\.(go|rs|ts|py))$")
@@ -37,7 +35,9 @@ def _path_flags(path: str) -> tuple[bool, bool, bool, bool, bool]:
     """(example or vendored code, declaration stub, re-export file name, generated code, translation
     catalog) of a path."""
     return (bool(EXAMPLE_PATH.search(path)), bool(_STUB_FILE.search(path)), bool(_REEXPORT_FILE.search(path)),
-            bool(_GENERATED_FILE.search(path)), bool(_CATALOG_FILE.search(path)))
+            # a translation catalog repeats every user-facing string of the code, once per language:
+            # a question quoting a message finds a dozen catalogs before the code that shows it
+            bool(_GENERATED_FILE.search(path)), path.lower().endswith(TRANSLATION_CATALOGS))
 
 
 def kind_factor(c: ChunkRow, query: Query, p: RankingParams) -> float:
