@@ -4,7 +4,7 @@
 
 The ten questions were written before any result was seen; several quote a message Django shows
 (and so every `.po` catalog holds). Prints each question's catalog hits in its top 10 and its
-first hit, then the total.
+first hit, then the total. An index whose quality tier is complete is searched with it.
 """
 
 from __future__ import annotations
