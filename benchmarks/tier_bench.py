@@ -53,10 +53,7 @@ def main() -> None:
     settings = Settings.load(args.tree.resolve()).with_flags(quality=True)
     with Index.open(args.tree, settings=settings, warm=True) as index:
         index.refresh()
-        store = index._tier_store()  # noqa: SLF001
-        store.bind_tier_model(tier.load_tier_embedder().info)
-        with store.transaction():
-            store._db.execute("DELETE FROM tier_vectors")  # noqa: SLF001 — a cold fill every run
+        index._tier_store().clear_tier()  # noqa: SLF001 — a cold fill every run
         static = p50_ms(index, args.rounds, clear=False)
         done = threading.Event()
         result: dict[str, float] = {}

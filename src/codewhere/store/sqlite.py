@@ -981,6 +981,13 @@ class SqliteStore:
     def tier_model(self) -> ModelInfo | None:
         return self._recorded_model("tier_model")
 
+    def clear_tier(self) -> None:
+        """Drop every tier vector (a benchmark's cold fill); the model stays recorded."""
+        with self.transaction():
+            if self.has_tier():
+                self._db.execute("DELETE FROM tier_vectors")
+            self._tier_stale()
+
     def bind_tier_model(self, info: ModelInfo) -> None:
         """Record the tier's model; another model's vectors are dropped (they would not compare),
         and with them the tier's claim to be whole."""
