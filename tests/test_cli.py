@@ -343,6 +343,8 @@ def test_ripgreps_habits_glob_type_files_context_and_usage(sample_repo: Path, cl
     assert typed["hits"] and {h["language"] for h in typed["hits"]} == {"typescript"}
     paths = cli("search", "charge credit card", str(sample_repo), "-l").out.splitlines()
     assert paths and len(paths) == len(set(paths)) and all(":" not in p for p in paths)
+    listed = cli("search", "charge credit card", str(sample_repo), "-l", "--json").json()
+    assert listed["paths"] == paths  # --json carries -l's paths beside the hits
     one = cli("search", "charge_credit_card", str(sample_repo), "-k", "1", "--json").json()["hits"][0]
     wide = cli("search", "charge_credit_card", str(sample_repo), "-k", "1", "-C", "3", "--json").json()["hits"][0]
     assert wide["snippet_line"] == max(1, one["snippet_line"] - 3)

@@ -121,6 +121,32 @@ def test_search_modes_and_scope_are_applied(served: Served) -> None:
     assert '<option value="keyword" selected>' in page
 
 
+def test_ripgrep_habits_on_the_page_and_in_the_api(served: Served) -> None:
+    # -g: a glob keeps the tests out; -t: a type keeps only its language
+    _, page, _ = served.get("/?q=charge_credit_card&mode=keyword&glob=!tests/")
+    assert "src/shop/payment.py:" in page and "tests/test_payment.py" not in page
+    _, body, _ = served.get("/api/search?q=charge_credit_card&mode=keyword&glob=tests/**")
+    assert {h["path"] for h in json.loads(body)["hits"]} == {"tests/test_payment.py"}
+    _, body, _ = served.get("/api/search?q=charge_credit_card&type=go")
+    assert {h["language"] for h in json.loads(body)["hits"]} == {"go"}
+    # -C: the hit's lines widen to the file's lines around them; max_lines cuts them
+    _, plain, _ = served.get("/api/search?q=refund_payment&k=1")
+    _, wide, _ = served.get("/api/search?q=refund_payment&k=1&context=2")
+    plain_hit, wide_hit = json.loads(plain)["hits"][0], json.loads(wide)["hits"][0]
+    assert wide_hit["snippet"].count("\n") > plain_hit["snippet"].count("\n")
+    _, cut, _ = served.get("/api/search?q=refund_payment&k=1&context=2&max_lines=1")
+    assert "\n" not in json.loads(cut)["hits"][0]["snippet"]
+    # -l: the paths alone, once each, best first
+    _, page, _ = served.get("/?q=payment&files=1")
+    listing = page[page.index('class="paths"'):]
+    assert "src/shop/payment.py" in listing and 'class="hit"' not in page
+    _, body, _ = served.get("/api/search?q=payment&files=1")
+    data = json.loads(body)
+    assert data["paths"] == list(dict.fromkeys(h["path"] for h in data["hits"]))
+    status, page, _ = served.get("/?q=x&context=lots")
+    assert status == 400 and "context must be a number of lines" in page
+
+
 def test_a_bad_request_is_one_clear_message_not_a_traceback(served: Served) -> None:
     status, page, _ = served.get("/?q=x&k=abc")
     assert status == 400 and "k must be a number from 1 to 100" in page and "Traceback" not in page

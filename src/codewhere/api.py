@@ -19,6 +19,7 @@ from codewhere.config import Settings
 from codewhere.embed import Embedder, cross_encoder
 from codewhere.embed.registry import DEFAULT_MODEL, BuildProgress, known_model_id, load_embedder
 from codewhere.errors import (
+    CodewhereError,
     IndexBusyError,
     IndexNotWritableError,
     ModelError,
@@ -633,6 +634,13 @@ class Index:
             raise PathError(f"{rel} is no longer a regular file under {self.root}", "refresh the index") from exc
         except OSError as exc:
             raise PathError(f"could not read {rel} ({exc.strerror})", "refresh the index if the file was moved or removed") from exc
+
+    def file_lines(self, path: str) -> list[str] | None:
+        """An indexed file's lines (a hit's context); None when it cannot be read now."""
+        try:
+            return self.read_file(path)[1].split("\n")
+        except CodewhereError:
+            return None
 
     def outline(self, path: str) -> list[SymbolRow]:
         return self.store.outline(self.indexed_file(path))

@@ -385,18 +385,18 @@ def _cmd_search(args: argparse.Namespace) -> Answer:
     with _open(args) as index:
         # keyword search needs no model: it refreshes text only, unless a model was named
         vectors = args.mode != Mode.KEYWORD.value or args.model is not None
-        path_filter = hit_filter.HitFilter.parse(args.glob, args.type)
+        shape = hit_filter.HitShape(
+            hit_filter.HitFilter.parse(args.glob, args.type),
+            args.before_context if args.before_context is not None else args.context or 0,
+            args.after_context if args.after_context is not None else args.context or 0,
+            args.max_lines)
         request = SearchRequest(
-            args.query, k=args.k * path_filter.overfetch, mode=args.mode, scopes=tuple(args.scope),
+            args.query, k=args.k * shape.overfetch, mode=args.mode, scopes=tuple(args.scope),
             exclude_tests=args.exclude_tests, exclude_docs=args.exclude_docs, disabled_signals=tuple(args.no_signal),
             repos=tuple(args.repo), rerank=not args.no_rerank,
         )
         with _progress(args) as progress:
-            hits = [h for h in index.run_fresh(request, progress, vectors=vectors) if path_filter.keeps(h)][: args.k]
-        before = args.before_context if args.before_context is not None else args.context
-        after = args.after_context if args.after_context is not None else args.context
-        if before or after or args.max_lines is not None:
-            hits = [hit_filter.with_context(h, _file_lines(index, h.path), before or 0, after or 0, args.max_lines) for h in hits]
+            hits = shape.apply(index.run_fresh(request, progress, vectors=vectors), args.k, index.file_lines)
         root = str(index.root)
         ranking = index.ranking_set.name
 
@@ -409,14 +409,10 @@ def _cmd_search(args: argparse.Namespace) -> Answer:
         if not hits:
             err_console.print(f"no hits for {args.query!r}", highlight=False)
 
-    return Answer(output.search(args.query, hits, root, ranking), show, bool(hits))
-
-
-def _file_lines(index: Index, path: str) -> list[str] | None:
-    try:
-        return index.read_file(path)[1].split("\n")
-    except CodewhereError:
-        return None
+    answer = output.search(args.query, hits, root, ranking)
+    if args.files_with_matches:
+        answer["paths"] = list(dict.fromkeys(h.path for h in hits))
+    return Answer(answer, show, bool(hits))
 
 
 def _cmd_config(args: argparse.Namespace) -> Answer:

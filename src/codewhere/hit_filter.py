@@ -7,7 +7,7 @@ A glob or a type filters the ranked list, so the search asks for more hits than 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from codewhere.errors import QueryError
@@ -72,3 +72,24 @@ def with_context(hit: Hit, lines: Sequence[str] | None, before: int, after: int,
     if max_lines is not None:
         shown = shown[:max_lines]
     return replace(hit, snippet="\n".join(shown), snippet_line=first)
+
+
+@dataclass(frozen=True)
+class HitShape:
+    """ripgrep's habits as one value the CLI and the web page both apply: which paths may answer,
+    how many lines around each hit, at most how many lines of it."""
+    paths: HitFilter = HitFilter()
+    before: int = 0
+    after: int = 0
+    max_lines: int | None = None
+
+    @property
+    def overfetch(self) -> int:
+        return self.paths.overfetch
+
+    def apply(self, hits: Sequence[Hit], k: int, file_lines: Callable[[str], Sequence[str] | None]) -> list[Hit]:
+        """The first `k` hits the path filter keeps, with their lines widened and cut."""
+        kept = [h for h in hits if self.paths.keeps(h)][:k]
+        if self.before or self.after or self.max_lines is not None:
+            kept = [with_context(h, file_lines(h.path), self.before, self.after, self.max_lines) for h in kept]
+        return kept

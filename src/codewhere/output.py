@@ -51,6 +51,7 @@ class SearchOut(TypedDict):
     trimmed: NotRequired[bool]  # MCP: snippets were cut to fit the answer's token budget
     dropped: NotRequired[int]  # MCP: hits left out to fit it
     index: NotRequired[str]  # MCP: the index was being refreshed as this answer was given, and how far
+    paths: NotRequired[list[str]]  # ripgrep's -l: the hits' paths, best first, once each
     ranking: NotRequired[str]  # the parameter set that ranked (search/ranking_sets.py): the model it was fitted for, or neutral
 
 

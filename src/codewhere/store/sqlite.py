@@ -1071,6 +1071,23 @@ class SqliteStore:
                 [(_hash_key(h), np.asarray(v, np.float16).tobytes()) for h, v in zip(hashes, vectors, strict=True)],
             )
 
+    def tier_texts_embedded(self) -> tuple[list[str], np.ndarray]:
+        """(embedding text, float16 tier vector) of every distinct chunk text the tier covers, in
+        content-hash order: the teacher's targets when a static model is trained on an index
+        (scripts/static_training)."""
+        if not self.has_tier():
+            return [], np.empty((0, 0), np.float16)
+        with self.read_snapshot():
+            rows = cast(list[tuple[str, str | bytes | None, str, str | None, int, int, bytes]], self._db.execute(
+                """SELECT c.embed_text, c.text, f.path, f.hash, c.text_at, c.text_len, t.vector
+                   FROM chunks c JOIN files f ON f.id = c.file_id JOIN tier_vectors t ON t.content_hash = c.content_hash
+                   WHERE c.embed_text IS NOT NULL GROUP BY c.content_hash ORDER BY c.content_hash""").fetchall())
+        texts = [self._embedding_text(embed, stored, path, digest, at, length)
+                 for embed, stored, path, digest, at, length, _ in rows]
+        vectors = np.frombuffer(b"".join(r[6] for r in rows), np.float16).reshape(len(rows), -1) if rows else \
+            np.empty((0, 0), np.float16)
+        return texts, vectors
+
     def delete_orphan_tier_vectors(self) -> int:
         if not self.has_tier():
             return 0

@@ -43,6 +43,7 @@ from codewhere.errors import CodewhereError, QueryError
 from codewhere.eval_report import report_body
 from codewhere.evaluate import load_query_file
 from codewhere.graph import Reference
+from codewhere.hit_filter import HitFilter, HitShape
 from codewhere.indexer import Progress
 from codewhere.languages import language_of
 from codewhere.types import Hit, Mode, SymbolRow
@@ -56,6 +57,7 @@ LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 DEFAULT_EDITOR = "vscode://file/{path}:{line}"  # {path} absolute, {line} 1-based
 MAX_K = 100
 MAX_SNIPPET_LINES = 12
+MAX_CONTEXT_LINES = 200  # ripgrep's -C on the page: more is reading the file, which /file does
 IMPACT_SHOWN = 200
 
 
@@ -153,35 +155,50 @@ class Pages:
 
     # ---- search ----------------------------------------------------------------------------
 
-    def _search_request(self, request: Request) -> tuple[int, SearchRequest | None]:
+    def _search_request(self, request: Request) -> tuple[int, SearchRequest | None, HitShape]:
+        """The query, and ripgrep's habits as the CLI has them: `glob` and `type` (comma-separated
+        or repeated), `context`/`before`/`after` lines, `max_lines`."""
         params = request.query_params
         root = self._root(request)
+        shape = HitShape(
+            HitFilter.parse(_listed(params.getlist("glob")), _listed(params.getlist("type"))),
+            _lines_param(params, "before", "context"), _lines_param(params, "after", "context"),
+            _lines_param(params, "max_lines") if params.get("max_lines", "").strip() else None)
         query = params.get("q", "")
         if not query.strip():
-            return root, None
+            return root, None, shape
         k_text = params.get("k", str(DEFAULT_K))
         if not k_text.isdigit() or not 1 <= int(k_text) <= MAX_K:
             raise QueryError(f"k must be a number from 1 to {MAX_K}, got {k_text!r}", "leave it out for 10")
-        scopes = tuple(s.strip() for value in params.getlist("scope") for s in value.split(",") if s.strip())
-        return root, SearchRequest(query, k=int(k_text), mode=params.get("mode", Mode.HYBRID.value), scopes=scopes,
-                                   exclude_tests=params.get("tests") == "exclude")
+        return root, SearchRequest(query, k=int(k_text) * shape.overfetch, mode=params.get("mode", Mode.HYBRID.value),
+                                   scopes=_listed(params.getlist("scope")),
+                                   exclude_tests=params.get("tests") == "exclude"), shape
+
+    def _shaped_hits(self, root: int, asked: SearchRequest, shape: HitShape) -> tuple[list[Hit], str]:
+        k = asked.k // shape.overfetch
+        return self._ask(root, lambda index: (shape.apply(index.run(asked), k, index.file_lines), index.ranking_set.name))
 
     def search(self, request: Request) -> Response:
-        root, asked = self._search_request(request)
-        form = {"q": request.query_params.get("q", ""), "mode": request.query_params.get("mode", Mode.HYBRID.value),
-                "scope": ", ".join(request.query_params.getlist("scope")), "root": root,
-                "tests": request.query_params.get("tests", "")}
+        root, asked, shape = self._search_request(request)
+        params = request.query_params
+        form = {"q": params.get("q", ""), "mode": params.get("mode", Mode.HYBRID.value),
+                "scope": ", ".join(params.getlist("scope")), "root": root, "tests": params.get("tests", ""),
+                "glob": ", ".join(params.getlist("glob")), "type": ", ".join(params.getlist("type")),
+                "context": params.get("context", ""), "files": params.get("files", "")}
         if asked is None:
             return self.render("search.html", form=form, modes=[m.value for m in Mode], hits=None, took=None)
         started = time.perf_counter()
-        hits: list[Hit] = self._ask(root, lambda index: index.run(asked))
+        hits, _ = self._shaped_hits(root, asked, shape)
         took = (time.perf_counter() - started) * 1000
-        shown = [self._hit_view(root, hit) for hit in hits]
-        return self.render("search.html", form=form, modes=[m.value for m in Mode], hits=shown, took=took)
+        shown = [self._hit_view(root, hit, shaped=shape.before + shape.after > 0 or shape.max_lines is not None)
+                 for hit in hits]
+        paths = list(dict.fromkeys(hit.path for hit in hits)) if form["files"] else None
+        return self.render("search.html", form=form, modes=[m.value for m in Mode], hits=shown, took=took,
+                           paths=paths, file_url=lambda path: self.url("/file", root=root, path=path))
 
-    def _hit_view(self, root: int, hit: Hit) -> dict[str, object]:
+    def _hit_view(self, root: int, hit: Hit, shaped: bool = False) -> dict[str, object]:
         first = hit.snippet_line or hit.start_line
-        lines = hit.snippet.split("\n")[:MAX_SNIPPET_LINES]
+        lines = hit.snippet.split("\n") if shaped else hit.snippet.split("\n")[:MAX_SNIPPET_LINES]
         absolute = self.workspace.roots[root] / hit.path
         return {
             "hit": hit,
@@ -195,13 +212,16 @@ class Pages:
 
     def api_search(self, request: Request) -> Response:
         try:
-            root, asked = self._search_request(request)
+            root, asked, shape = self._search_request(request)
             if asked is None:
                 raise QueryError("the query is empty", "pass ?q=words or an identifier")
-            hits, ranking = self._ask(root, lambda index: (index.run(asked), index.ranking_set.name))
+            hits, ranking = self._shaped_hits(root, asked, shape)
         except CodewhereError as exc:
             return JSONResponse({"error": exc.message, "hint": exc.hint}, status_code=400)
-        return JSONResponse(output.search(asked.query, hits, str(self.workspace.roots[root]), ranking))
+        answer = output.search(asked.query, hits, str(self.workspace.roots[root]), ranking)
+        if request.query_params.get("files"):
+            answer["paths"] = list(dict.fromkeys(hit.path for hit in hits))
+        return JSONResponse(answer)
 
     # ---- a file ----------------------------------------------------------------------------
 
@@ -344,6 +364,20 @@ def _page_start(asked: str, marked: Sequence[int], total: int) -> int:
     if marked:
         return max(1, min(marked[0], total) - PAGE_CONTEXT)
     return 1
+
+
+def _listed(values: list[str]) -> tuple[str, ...]:
+    """Form values that may each hold several, comma-separated."""
+    return tuple(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+def _lines_param(params: Any, name: str, fallback: str | None = None) -> int:
+    """A count of lines (`before`, `after`, `max_lines`); `fallback` (`context`) stands for both sides."""
+    text = (params.get(name) or (params.get(fallback) if fallback else None) or "0").strip()
+    if not text.isdigit() or int(text) > MAX_CONTEXT_LINES:
+        raise QueryError(f"{name if params.get(name) else fallback} must be a number of lines from 0 to {MAX_CONTEXT_LINES}, "
+                         f"got {text!r}", "leave it empty for the hit's own lines")
+    return int(text)
 
 
 def _line_range(text: str) -> list[int]:
