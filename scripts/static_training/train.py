@@ -15,10 +15,15 @@ teacher's vectors reduced by PCA to the table's 256 dimensions,
 
     E = argmin ||X E - Y||^2 + lam ||E - E0 M||^2
 
-where E0 is today's default table and M the 256x256 map that best sends its text vectors to Y
-(so a token the corpus never shows keeps today's meaning, mapped into the new space). Solved by
-conjugate gradients on the normal equations, one system for all 256 columns; `lam` is chosen on a
-held-out tenth of the texts (cosine to the teacher). Seeded and deterministic; numpy and scipy.
+where E0 is distill.py's table (minilm-static-1, the default before this one) and M the 256x256
+map that best sends its text vectors to Y (so a token the corpus never shows keeps its meaning,
+mapped into the new space). Solved by conjugate gradients on the normal equations, one system for
+all 256 columns, for each ridge weight `lam` (relative to X'X's mean diagonal); the held-out tenth
+of the texts gives each one's cosine to the teacher (the training curve). Every point of the path
+is written as a candidate — `mapped/` (lam infinite: E0 M alone) and `lam-L/` — and step 4
+(compare.py) chooses on the dev split: the held-out cosine prefers a small lam (0.917 against the
+map's 0.836), the benchmarks do not (BENCHMARKS.md §2). Seeded and deterministic; numpy and scipy
+(scripts/static_training/requirements.txt).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import numpy as np
 from scipy import sparse
 from tokenizers import Tokenizer
 
-from codewhere.embed.registry import shipped_model_folder
+from codewhere.embed.registry import build_default_model
 from codewhere.store.sqlite import SqliteStore
 from codewhere.tier import TIER_MAX_TOKENS
 
@@ -135,13 +140,23 @@ def solve(x: sparse.csr_matrix, y: np.ndarray, prior: np.ndarray, lam: float, it
 
 
 def write_model(folder: Path, table: np.ndarray, source: Path, details: dict[str, object]) -> None:
-    from safetensors.numpy import save_file
+    from safetensors.numpy import load_file, save_file
 
     folder.mkdir(parents=True, exist_ok=True)
-    save_file({"embeddings": table.astype(np.float16)}, str(folder / "model.safetensors"))
+    stored = table.astype(np.float16)
+    save_file({"embeddings": stored}, str(folder / "model.safetensors"))
     shutil.copyfile(source / "tokenizer.json", folder / "tokenizer.json")
-    config = json.loads((source / "config.json").read_text())
-    config.update({"recipe": RECIPE, "hidden_dim": int(table.shape[1]), "trained": details})
+    base = json.loads((source / "config.json").read_text())
+    base_table = load_file(str(source / "model.safetensors"))["embeddings"]
+    config = dict(base)
+    config.update({
+        "recipe": RECIPE, "hidden_dim": int(table.shape[1]),
+        # the fingerprint an index records: this table's own sha256 (a retrain is another model)
+        "source_fingerprint": hashlib.sha256(stored.tobytes()).hexdigest(),
+        "base": {"recipe": base.get("recipe"), "source_fingerprint": base.get("source_fingerprint"),
+                 "table_sha256": hashlib.sha256(np.ascontiguousarray(base_table).tobytes()).hexdigest()},
+        "trained": details,
+    })
     (folder / "config.json").write_text(json.dumps(config, indent=4) + "\n")
 
 
@@ -149,7 +164,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "codewhere-train")
     parser.add_argument("--index", type=Path, help="the corpus index (default: the one under CACHE/index)")
-    parser.add_argument("--out", type=Path, required=True, help="write the trained model folders under here")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="write the candidates here: mapped/ (the linear map alone) and lam-L/ per ridge weight")
     parser.add_argument("--lam", type=float, action="append", help="ridge weights to try (relative to X'X's mean diagonal)")
     parser.add_argument("--iterations", type=int, default=60)
     parser.add_argument("--partial", action="store_true", help="train on what the teacher has done so far (a trial)")
@@ -161,8 +177,7 @@ def main() -> int:
     texts, targets = export_targets(index, args.cache, args.partial)
     print(f"targets: {len(texts):,} texts x {targets.shape[1]} ({time.monotonic() - started:.0f} s)", file=sys.stderr)
 
-    source = shipped_model_folder()
-    assert source is not None
+    source = build_default_model(args.cache / "models")  # distill.py's model, the base (built once, ~50 s)
     from safetensors.numpy import load_file
 
     base = load_file(str(source / "model.safetensors"))["embeddings"].astype(np.float32)
@@ -181,19 +196,15 @@ def main() -> int:
     baseline = {"today's table, unmapped": cosine(x_held @ base, y_held), "today's table, mapped": cosine(x_held @ prior, y_held)}
     print(f"held-out cosine: {baseline}", file=sys.stderr)
     scale = float(np.asarray(x_fit.multiply(x_fit).sum(axis=0)).ravel().mean())
-    results: dict[str, object] = {"baseline": baseline, "texts": len(texts), "held_out": int(held.sum())}
-    best: tuple[float, float, np.ndarray] | None = None
-    for relative in args.lam or [0.01, 0.1, 1.0]:
+    results: dict[str, object] = {"baseline": baseline, "texts": len(texts), "held_out": int(held.sum()),
+                                  "lam_scale": scale}
+    # every point of the path is a candidate; compare.py chooses among them on the dev split
+    write_model(args.out / "mapped", prior, source, {"lam": "infinite (the linear map alone)", **results})
+    for relative in args.lam or [0.01, 1.0, 10.0]:
         table, curve = solve(x_fit, y_fit, prior, relative * scale, args.iterations, (x_held, y_held))
         results[f"lam {relative:g}"] = curve
-        score = curve[-1][1]
-        if best is None or score > best[0]:
-            best = (score, relative, table)
-    assert best is not None
-    results["chosen_lam"] = best[1]
+        write_model(args.out / f"lam-{relative:g}", table, source, {"lam": relative, "curve": curve, **results})
     results["seconds"] = round(time.monotonic() - started)
-    write_model(args.out / RECIPE, best[2], source, results)
-    write_model(args.out / "mapped-baseline", prior, source, {"baseline": baseline})
     print(json.dumps(results, indent=1))
     return 0
 

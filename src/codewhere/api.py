@@ -17,7 +17,15 @@ from codewhere import confined, freshness, gitinfo, graph, indexer, tier
 from codewhere.chunk import CHUNKERS
 from codewhere.config import Settings
 from codewhere.embed import Embedder, cross_encoder
-from codewhere.embed.registry import DEFAULT_MODEL, BuildProgress, known_model_id, load_embedder
+from codewhere.embed.registry import (
+    DEFAULT_MODEL,
+    DEFAULT_RECIPE,
+    PREVIOUS_DEFAULT,
+    BuildProgress,
+    is_previous_default,
+    known_model_id,
+    load_embedder,
+)
 from codewhere.errors import (
     CodewhereError,
     IndexBusyError,
@@ -185,6 +193,7 @@ class Index:
         self.reader: SearchReader = WarmReader(store) if warm else store
         self.settings = settings
         self._embedder = embedder
+        self._embedder_name: str | None = None  # the name it was loaded by (None: handed in)
         self.model_build_progress: BuildProgress | None = None
         # the ranking's numbers from a TOML file (a fit's or an experiment's, see search/params.py);
         # else the set fitted for the index's model (search/ranking_sets.py)
@@ -338,10 +347,25 @@ class Index:
         self._check_model(embedder)
         return embedder
 
-    def _load_embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = load_embedder(self.model_name, self.settings, self.model_build_progress)
+    def _load_embedder(self, rebuilding: bool = False) -> Embedder:
+        """The model, loaded once; a rebuild takes the model asked for, whatever the old index had."""
+        wanted = self.model_name if rebuilding else None
+        if self._embedder is None or (wanted is not None and self._embedder_name != wanted):
+            self._embedder_name = wanted or self._model_to_load()
+            self._embedder = load_embedder(self._embedder_name, self.settings, self.model_build_progress)
         return self._embedder
+
+    def _model_to_load(self) -> str:
+        """The model asked for; but an index built with the previous default keeps answering with
+        it (the two share the id `default`), and says once how to move."""
+        recorded = self.store.model()
+        if self.model_name != DEFAULT_MODEL or recorded is None or not is_previous_default(recorded):
+            return self.model_name
+        if "previous-default" not in _said:
+            _said.add("previous-default")
+            log.warning("%s was indexed with the previous default model (%s); `codewhere index --rebuild` moves it to "
+                        "%s, trained on code", self.root, PREVIOUS_DEFAULT, DEFAULT_RECIPE)
+        return PREVIOUS_DEFAULT
 
     def _check_model(self, embedder: Embedder) -> None:
         recorded, wanted = self.store.model(), embedder.info
@@ -372,7 +396,7 @@ class Index:
         instead of walking the tree (freshness.py): what a search does before it answers."""
         wait = self.settings.lock_wait_seconds if wait_seconds is None else wait_seconds
         # a rebuild may change the model: the new index is checked against nothing
-        embedder = (self._load_embedder() if rebuild else self.embedder()) if vectors else None
+        embedder = (self._load_embedder(rebuilding=True) if rebuild else self.embedder()) if vectors else None
         with self.store.writer_lock(wait):  # before anything is touched
             if rebuild and not self.store.file_states():
                 rebuild = False  # nothing to keep readers on: build in place

@@ -237,10 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="look for changes by polling (network file systems, where change events do not arrive)")
     _add_quality_option(p)
 
-    p = sub.add_parser("model", help="the default embedding model: rebuild it from its weights and check the shipped one")
+    p = sub.add_parser("model", help="the default embedding model's base: rebuild it from its weights and check it")
     model_sub = p.add_subparsers(dest="model_command", required=True, metavar="ACTION")
-    build = model_sub.add_parser("build", help="build the default model from all-MiniLM-L6-v2 (needs the weights package) "
-                                               "and compare it with the one codewhere ships")
+    build = model_sub.add_parser("build", help="build minilm-static-1 from all-MiniLM-L6-v2 (needs the weights package): "
+                                               "the base the shipped default was trained from, and the previous default; "
+                                               "say whether it is the base the shipped model records")
     build.add_argument("--out", metavar="FOLDER", default=None,
                        help="where to write it (default: a folder in the models cache dir); replaced if present")
     build.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -522,6 +523,11 @@ def _cmd_graph_stats(args: argparse.Namespace) -> Answer:
 
 
 def _cmd_model(args: argparse.Namespace) -> Answer:
+    import hashlib
+
+    import numpy as np
+    from safetensors.numpy import load_file
+
     from codewhere.embed import distill
     from codewhere.embed.registry import built_model_folder, shipped_model_folder
 
@@ -534,21 +540,19 @@ def _cmd_model(args: argparse.Namespace) -> Answer:
     data: dict[str, Any] = {"folder": str(target), "recipe": distill.RECIPE_VERSION, "weights_fingerprint": fingerprint,
                             "shipped": str(shipped) if shipped else None}
     lines = [f"built {distill.RECIPE_VERSION} into {target}", f"weights sha256 (combined): {fingerprint}"]
-    same = True
-    if shipped is None:
-        lines.append("this installation ships no default model to compare with")
-    else:
-        found = distill.compare_models(target, shipped)
-        same = found.same_model
-        data.update(same_model=same, vectors_identical=found.vectors_identical, min_row_cosine=found.min_row_cosine,
-                    flipped_components=found.flipped_components, tokenizer_equal=found.tokenizer_equal,
-                    config_equal=found.config_equal)
-        verdict = ("identical, byte for byte" if found.vectors_identical
-                   else f"the same model (least row cosine {found.min_row_cosine:.6f}, {found.flipped_components} components flipped)"
-                   if same else f"DIFFERENT (least row cosine {found.min_row_cosine:.6f}, tokenizer equal: "
-                   f"{found.tokenizer_equal}, config equal: {found.config_equal})")
-        lines.append(f"against the shipped model ({shipped}): {verdict}")
-    return Answer(data, _print_lines(lines), same)
+    base = json.loads((shipped / "config.json").read_text()).get("base") if shipped else None
+    if not isinstance(base, dict):
+        lines.append("this installation ships no trained default recording its base to compare with")
+        return Answer(data, _print_lines(lines), True)
+    table = load_file(str(target / "model.safetensors"))["embeddings"]
+    identical = hashlib.sha256(np.ascontiguousarray(table).tobytes()).hexdigest() == base.get("table_sha256")
+    same_weights = fingerprint == base.get("source_fingerprint")
+    data.update(same_weights=same_weights, vectors_identical=identical)
+    verdict = ("identical, byte for byte" if identical else
+               "from the same weights (float rounding differs from the machine that trained it)" if same_weights else
+               "from OTHER weights than the base it records")
+    lines.append(f"against the base the shipped default ({shipped.name if shipped else ''}) was trained from: {verdict}")
+    return Answer(data, _print_lines(lines), same_weights)
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
