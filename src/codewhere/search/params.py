@@ -51,10 +51,10 @@ class RankingParams:
     function_length_exponent: float = 0.1  # ... each × its definition's lines to this power
     # ... and × (1 + weight × k / (k + its rank in the vector list, read this deep)): a question in
     # words ranks a file's functions by its words alone otherwise (README's example put the docstring
-    # naming `no_proxy` above the function that skips the proxy). 0: words alone. 1 since the default
-    # model is trained on code (its vectors put `should_bypass_proxies` 2nd): dev at 0 / 1 / 2,
-    # NDCG@10 0.8929 / 0.8921 / 0.8922, function MRR@10 0.295 / 0.298 / 0.291 (BENCHMARKS.md §2)
-    function_semantic_weight: float = 1.0
+    # naming `no_proxy` above the function that skips the proxy). 0: words alone. With the default
+    # model trained on code, 1 and 2 were tried on dev (function top 5 0.407 -> 0.412 / 0.409, within
+    # the noise) and 1 lost on the reported split (0.408 -> 0.390): kept at 0 (BENCHMARKS.md §2)
+    function_semantic_weight: float = 0.0
     function_semantic_k: int = 10
     function_semantic_depth: int = 100
     # function: when the question's words stand out in one file (the second file's whole-file BM25
