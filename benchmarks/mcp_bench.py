@@ -1,6 +1,7 @@
 """The MCP server as an agent sees it: first-call and warm tool latency, and tokens per answer.
 
     python benchmarks/mcp_bench.py --requests-mirror PATH [--django] [--runs 5] [--settle SECONDS]
+    python benchmarks/mcp_bench.py --requests-mirror PATH --django --first-contact --runs 3
 
 Starts `codewhere mcp ROOT` with a fresh cache and talks to it with the official SDK client over
 stdio, once with its file watcher (the default) and once with `--no-watch` (each answer checks
@@ -73,10 +74,33 @@ async def measure(root: Path, queries: list[str], runs: int, watch: bool = True,
     }
 
 
+async def first_contact(root: Path, query: str) -> dict[str, object]:
+    """Issue 51's first contact on an empty cache: spawn to `initialize` answered, spawn to the
+    first search answer (partial while the index builds, as it says), and `index_status`'s size."""
+    env = dict(os.environ)
+    env["CODEWHERE_CACHE_DIR"] = tempfile.mkdtemp()
+    env["CODEWHERE_MODELS_DIR"] = str(Settings.from_env().model_cache)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "codewhere", "mcp", str(root)], env=env)
+    spawned = time.perf_counter()
+    async with stdio_client(params) as streams, ClientSession(*streams) as session:
+        await session.initialize()
+        initialized = time.perf_counter() - spawned
+        result = await session.call_tool("search", {"query": query})
+        first = time.perf_counter() - spawned
+        answer = json.loads(result.content[0].text)
+        status = await session.call_tool("index_status", {})
+        status_text = "".join(getattr(c, "text", "") for c in status.content)
+    return {"initialize_ms": round(initialized * 1000), "first_answer_ms": round(first * 1000),
+            "first_answer_hits": len(answer.get("hits", [])), "first_answer_index": answer.get("index", "complete"),
+            "index_status_tokens": round(len(status_text) / 4)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests-mirror")
     parser.add_argument("--django", action="store_true")
+    parser.add_argument("--first-contact", action="store_true",
+                        help="only spawn -> initialize -> first answer on an empty cache, and index_status's size")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--settle", type=float, default=0.0,
                         help="seconds to wait after the first call before the warm calls (default 0)")
@@ -87,6 +111,9 @@ def main() -> None:
         corpora.append(("Django 5.1.4", from_sdist("Django", "5.1.4"), QUERIES["django"]))
     results: dict[str, object] = {}
     for name, root, queries in corpora:
+        if args.first_contact:
+            results[name] = [anyio.run(first_contact, root, queries[0]) for _ in range(args.runs)]
+            continue
         watched = anyio.run(measure, root, queries, args.runs, True, args.settle)
         checked = anyio.run(measure, root, queries, args.runs, False, args.settle)
         ratio = float(watched["warm_search_p50_ms"]) / float(checked["warm_search_p50_ms"])  # type: ignore[arg-type]

@@ -350,7 +350,8 @@ class Index:
     def _load_embedder(self, rebuilding: bool = False) -> Embedder:
         """The model, loaded once; a rebuild takes the model asked for, whatever the old index had."""
         wanted = self.model_name if rebuilding else None
-        if self._embedder is None or (wanted is not None and self._embedder_name != wanted):
+        handed_in = self._embedder is not None and self._embedder_name is None
+        if self._embedder is None or (wanted is not None and not handed_in and self._embedder_name != wanted):
             self._embedder_name = wanted or self._model_to_load()
             self._embedder = load_embedder(self._embedder_name, self.settings, self.model_build_progress)
         return self._embedder
