@@ -423,6 +423,11 @@ def test_an_index_built_with_the_previous_default_keeps_answering_with_it(tmp_pa
         assert index.search("charge the credit card", k=3)
         assert index.embedder().info.fingerprint == f"{distill.RECIPE_VERSION}:weights"
     assert "previous default model" in caplog.text and "codewhere index --rebuild" in caplog.text
+    with Index.open(root) as index:  # status names which default
+        from codewhere.render import status_lines
+
+        lines = status_lines(index.root, "x", index.status())
+        assert f"model: default ({distill.RECIPE_VERSION}), 256 dimensions" in "\n".join(lines)
     with Index.open(root) as index:
         index.refresh(rebuild=True)
         moved = index.store.model()

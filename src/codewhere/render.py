@@ -111,6 +111,9 @@ def status_lines(root: Path, index_path: str, stats: StoreStats, repositories: l
     kinds = ", ".join(f"{k} {n}" for k, n in sorted(stats.kinds.items()))
     langs = ", ".join(f"{lang or 'other'} {n}" for lang, n in list(stats.languages.items())[:8])
     model = meta.get("model_id") or "none (keyword only)"
+    recipe, named, _ = (meta.get("model_fingerprint") or "").partition(":")
+    if model == "default" and named:  # which default: its fingerprint starts with its recipe (`code-static-1:…`)
+        model += f" ({recipe})"
     vectors = "complete" if meta.get("vectors_complete") else "some chunks still without vectors (the next index run adds them)"
     return [
         f"root: {root}",
