@@ -209,10 +209,10 @@ def test_mcp_calls_at_once_all_answer_and_errors_carry_their_reason(tmp_path: Pa
             with anyio.fail_after(240):
                 async with anyio.create_task_group() as group:
                     for _ in range(3):
-                        group.start_soon(one, "impact", {"name": "step_0", "depth": 1_000_000})
+                        group.start_soon(one, "graph", {"question": "impact", "name": "step_0", "depth": 1_000_000})
                         group.start_soon(one, "search", {"query": "hub"})
                         group.start_soon(one, "outline", {"path": "hub.py"})
-                        group.start_soon(one, "callers", {"name": "hub"})
+                        group.start_soon(one, "graph", {"question": "callers", "name": "hub"})
             assert len(results) == 12 and not any(r.is_error for r in results), [r.content for r in results if r.is_error]
             fuzzy = await session.call_tool("search", {"query": "hub", "mode": "fuzzy"})
             assert fuzzy.is_error and "unknown mode 'fuzzy'" in fuzzy.content[0].text and "hybrid" in fuzzy.content[0].text
@@ -220,13 +220,13 @@ def test_mcp_calls_at_once_all_answer_and_errors_carry_their_reason(tmp_path: Pa
             assert nul.is_error and "NUL byte" in nul.content[0].text
             nul_query = await session.call_tool("search", {"query": "hub\0"})
             assert nul_query.is_error and "NUL byte" in nul_query.content[0].text
-            callers = await session.call_tool("callers", {"name": "hub"})
+            callers = await session.call_tool("graph", {"question": "callers", "name": "hub"})
             # the closest first, within the token budget, and how to get the rest
             assert not callers.is_error and "of 2500; pass offset=" in callers.content[0].text
             assert len(callers.content[0].text) <= 4 * 4_000
             first = json.loads(callers.content[0].text)
             offset = int(first["cut"].rsplit("offset=", 1)[1].split()[0])
-            second = json.loads((await session.call_tool("callers", {"name": "hub", "offset": offset})).content[0].text)
+            second = json.loads((await session.call_tool("graph", {"question": "callers", "name": "hub", "offset": offset})).content[0].text)
             assert second["cut"].startswith(f"showing {offset + 1}-") and second["references"][0] not in first["references"]
             after = await session.call_tool("search", {"query": "step_7"})
             assert not after.is_error

@@ -236,9 +236,9 @@ def test_graph_answers_over_mcp_redact_a_signatures_secrets(tmp_path: Path) -> N
     async def body(session) -> None:  # noqa: ANN001
         answers = [payload(await session.call_tool("outline", {"path": "auth.py"})),
                    payload(await session.call_tool("symbols", {"query": "login"})),
-                   payload(await session.call_tool("callees", {"name": "login"})),
-                   payload(await session.call_tool("callers", {"name": "check"})),
-                   payload(await session.call_tool("impact", {"name": "check"}))]
+                   payload(await session.call_tool("graph", {"question": "callees", "name": "login"})),
+                   payload(await session.call_tool("graph", {"question": "callers", "name": "check"})),
+                   payload(await session.call_tool("graph", {"question": "impact", "name": "check"}))]
         shown = json.dumps(answers)
         assert "def login" in shown and token not in shown and "[REDACTED]" in shown
 

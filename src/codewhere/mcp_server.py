@@ -21,7 +21,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from codewhere import output, tier
 from codewhere.agent_answer import DEFAULT_LINES, compact, search_answer, tokens
 from codewhere.api import DEFAULT_K, Index, SearchRequest
-from codewhere.errors import CodewhereError
+from codewhere.errors import CodewhereError, QueryError
 from codewhere.indexer import Progress, Step
 from codewhere.redact import redact
 from codewhere.workspace import Workspace
@@ -31,6 +31,7 @@ T = TypeVar("T")
 
 DEFAULT_MAX_TOKENS = 4_000  # a search answer's ceiling; the defaults (k 5, 10 lines) stay well under it
 GRAPH_MAX_TOKENS = 4_000  # graph and outline answers: the closest first, then `cut` says how to get more
+GRAPH_QUESTIONS = ("callers", "callees", "refs", "impact")
 # an agent's search answer holds 5 hits: on the 381 dev commit questions the answer names the
 # changed function in 39.9 % of them for a median 354 tokens; 10 hits name it in 44.1 % for 692
 # (benchmarks/answer_defaults.py; semble's default answer is 5 hits). `k` asks for more.
@@ -115,8 +116,8 @@ def build_server(workspace: Workspace) -> MCPServer:
         "codewhere",
         instructions=(
             "Local code search over " + ", ".join(map(str, workspace.roots)) + ". Use `search` for a question in "
-            "plain words or an identifier; `symbols` to find a definition by name; `callers`/`callees`/`refs`/"
-            "`impact` for who uses what; `outline` to see a file's structure before reading it. Results are "
+            "plain words or an identifier; `symbols` to find a definition by name; `graph` for who calls or uses "
+            "what; `outline` to see a file's structure before reading it. Results are "
             "path:start-end ranges: read only those lines."
         ),
     )
@@ -178,47 +179,27 @@ def build_server(workspace: Workspace) -> MCPServer:
             return fitted(redacted_signatures(answer, workspace.redact_secrets), "symbols", 0, GRAPH_MAX_TOKENS)
         return await call(None, go)
 
-    def graph_tool(kind: str, name: str, path: str | None, min_confidence: str | None, offset: int,
-                   max_tokens: int) -> Callable[[Progress | None], str]:
+    @server.tool(structured_output=False)
+    async def graph(name: str, question: str = "callers", depth: int = 3, path: str | None = None,
+                    min_confidence: str | None = None, offset: int = 0, max_tokens: int = GRAPH_MAX_TOKENS) -> str:
+        """Who uses what, for one symbol (name, Owner.name or path:line). `question`: callers (who
+        calls it), callees (what it calls), refs (every call, import and inheritance of it), impact
+        (what may break if it changes: callers and subclasses to `depth`, nearest first). Each edge
+        says how it was found (`resolution`, surest first: scip, lsp, jedi, import, same-file,
+        unique, ambiguous, external); `min_confidence` drops the less sure."""
         def go(progress: Progress | None) -> str:
+            if question not in GRAPH_QUESTIONS:
+                raise QueryError(f"unknown question {question!r}", f"ask one of: {', '.join(GRAPH_QUESTIONS)}")
             index, _ = workspace.index_for(path)
             with workspace.deadline(index):
-                symbol, refs = getattr(index, kind)(name, min_confidence)
-            answer = output.references(symbol, refs)
-            return fitted(redacted_signatures(answer, workspace.redact_secrets), "references", offset, max_tokens)
-        return go
-
-    @server.tool(structured_output=False)
-    async def refs(name: str, path: str | None = None, min_confidence: str | None = None, offset: int = 0,
-                   max_tokens: int = GRAPH_MAX_TOKENS) -> str:
-        """Every call, import and inheritance that refers to a symbol (name, Owner.name or path:line).
-        Each says how it was found (`resolution`, surest first: scip, lsp, jedi, import, same-file,
-        unique, ambiguous, external); `min_confidence` drops the less sure ones."""
-        return await call(None, graph_tool("refs", name, path, min_confidence, offset, max_tokens))
-
-    @server.tool(structured_output=False)
-    async def callers(name: str, path: str | None = None, min_confidence: str | None = None, offset: int = 0,
-                      max_tokens: int = GRAPH_MAX_TOKENS) -> str:
-        """Who calls this function or method (name, Owner.name or path:line); `min_confidence` as in refs."""
-        return await call(None, graph_tool("callers", name, path, min_confidence, offset, max_tokens))
-
-    @server.tool(structured_output=False)
-    async def callees(name: str, path: str | None = None, min_confidence: str | None = None, offset: int = 0,
-                      max_tokens: int = GRAPH_MAX_TOKENS) -> str:
-        """What this function or method calls, resolved where the name is unambiguous; `min_confidence` as in refs."""
-        return await call(None, graph_tool("callees", name, path, min_confidence, offset, max_tokens))
-
-    @server.tool(structured_output=False)
-    async def impact(name: str, depth: int = 3, path: str | None = None, min_confidence: str | None = None,
-                     offset: int = 0, max_tokens: int = GRAPH_MAX_TOKENS) -> str:
-        """What may break if this symbol changes: transitive callers and subclasses, nearest first,
-        with distance and the weakest edge on the way (`weakest`)."""
-        def go(progress: Progress | None) -> str:
-            index, _ = workspace.index_for(path)
-            with workspace.deadline(index):
-                symbol, found = index.impact(name, depth, min_confidence)
-            answer = output.impact(symbol, found)
-            return fitted(redacted_signatures(answer, workspace.redact_secrets), "impact", offset, max_tokens)
+                if question == "impact":
+                    symbol, found = index.impact(name, depth, min_confidence)
+                    answer: object = output.impact(symbol, found)
+                else:
+                    symbol, refs = getattr(index, question)(name, min_confidence)
+                    answer = output.references(symbol, refs)
+            key = "impact" if question == "impact" else "references"
+            return fitted(redacted_signatures(answer, workspace.redact_secrets), key, offset, max_tokens)
         return await call(None, go)
 
     @server.tool(structured_output=False)
