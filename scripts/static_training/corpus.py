@@ -27,6 +27,7 @@ from pathlib import Path
 
 from packages import EXCLUDED, PACKAGES, Package
 
+from codewhere.embed.onnx import file_sha256
 from codewhere.languages import language_of
 
 HERE = Path(__file__).resolve().parent
@@ -39,14 +40,6 @@ APT_SOURCES = "deb-src http://deb.debian.org/debian bookworm main\n"
 
 def default_cache() -> Path:
     return Path.home() / ".cache" / "codewhere-train"
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _get(url: str, accept: str = "*/*") -> bytes:
@@ -165,7 +158,7 @@ def main() -> int:
     for package in PACKAGES:
         key = f"{package.source}:{package.name}=={package.version}"
         files = download(package, args.cache)
-        hashes = {f.name: sha256(f) for f in files}
+        hashes = {f.name: file_sha256(f) for f in files}
         if not args.record and lock.get(key) != hashes:
             raise SystemExit(f"corpus: {key} does not match corpus-lock.json ({hashes}); rerun with --record "
                              "only if the pin was changed on purpose")

@@ -24,7 +24,7 @@ INSTALL_HINT = "pip install 'codewhere[onnx]'"
 QUERY_CACHE = 256
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -62,7 +62,7 @@ class OnnxEmbedder:
         self._tokenizer.enable_truncation(self.max_seq_length)
         self._tokenizer.no_padding()
         probe = self._run(["dimension probe"])
-        fingerprint = f"onnx:{_sha256(model_file)[:16]}:{_sha256(tokenizer_file)[:16]}:{self.max_seq_length}"
+        fingerprint = f"onnx:{file_sha256(model_file)[:16]}:{file_sha256(tokenizer_file)[:16]}:{self.max_seq_length}"
         self._info = ModelInfo(model_id, int(probe.shape[1]), fingerprint)
         self.documents_truncated = 0
         self._queries: dict[str, np.ndarray] = {}
