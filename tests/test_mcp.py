@@ -17,7 +17,7 @@ from codewhere.redact import redact
 from codewhere.types import FileKind, Hit
 from tests.conftest import SAMPLE_REPO, write_tree
 
-TOOLS = {"search", "find_related", "outline", "symbols", "graph", "index_status", "refresh"}
+TOOLS = {"search", "find_related", "outline", "symbols", "definition", "graph", "index_status", "refresh"}
 
 
 def payload(result) -> object:  # noqa: ANN001
@@ -70,6 +70,15 @@ def test_tools_over_stdio(tmp_path: Path) -> None:
         assert unknown.is_error and "unknown confidence level" in unknown.content[0].text
         odd = await session.call_tool("graph", {"question": "friends", "name": "gateway_request"})
         assert odd.is_error and "unknown question 'friends'" in odd.content[0].text and "callers" in odd.content[0].text
+        # read one definition without opening its file: its lines, cut to max_lines and said so
+        whole = payload(await session.call_tool("definition", {"name": "refund_payment"}))
+        assert whole["location"].startswith("src/shop/payment.py:") and whole["code"].lstrip().startswith("def refund_payment")
+        first, _, last = whole["location"].rpartition(":")[2].partition("-")
+        assert len(whole["code"].split("\n")) == int(last) - int(first) + 1 and "cut" not in whole
+        one = payload(await session.call_tool("definition", {"name": "refund_payment", "max_lines": 1}))
+        assert "\n" not in one["code"] and "more lines" in one["cut"]
+        nothing = await session.call_tool("definition", {"name": "no_such_symbol_anywhere"})
+        assert nothing.is_error
         assert payload(await session.call_tool("graph", {"question": "refs", "name": "gateway_request"}))["references"]
         assert payload(await session.call_tool("symbols", {"query": "credit card"}))["symbols"][0]["name"] == "charge_credit_card"
         related = payload(await session.call_tool("find_related", {"path": "src/shop/payment.py", "line": 3}))
@@ -167,7 +176,7 @@ def test_tools_list_and_instructions_fit_1500_tokens(tmp_path: Path) -> None:
                 await body(session)
 
     anyio.run(run)
-    assert sizes["tools"] + sizes["instructions"] <= 1_200, sizes  # 1,089 with seven tools (the target: 1,500)
+    assert sizes["tools"] + sizes["instructions"] <= 1_300, sizes  # 1,211 with eight tools (the target: 1,500)
 
 
 @pytest.mark.parametrize("secret", [

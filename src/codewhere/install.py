@@ -28,8 +28,9 @@ BEGIN, END = "<!-- codewhere:begin -->", "<!-- codewhere:end -->"
 INSTRUCTIONS = """\
 Use the `codewhere` MCP tools before grep or reading whole files: `search` takes a question in
 plain words ("where do we retry failed uploads") or an identifier and answers `path:start-end` of
-whole definitions with their first lines; `graph` answers who calls or uses what (callers,
-callees, refs, impact); `outline` shows a file's definitions. Read only the lines a hit names."""
+whole definitions with their first lines; `definition` reads one by name; `graph` answers who
+calls or uses what (callers, callees, refs, impact); `outline` shows a file's definitions. Read
+only the lines a hit names."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from codewhere import output, tier
 from codewhere.agent_answer import DEFAULT_LINES, compact, search_answer, tokens
-from codewhere.api import DEFAULT_K, Index, SearchRequest
+from codewhere.api import DEFAULT_K, SearchRequest
 from codewhere.errors import CodewhereError, QueryError
 from codewhere.indexer import Progress, Step
 from codewhere.redact import redact
@@ -32,20 +32,11 @@ T = TypeVar("T")
 DEFAULT_MAX_TOKENS = 4_000  # a search answer's ceiling; the defaults (k 5, 10 lines) stay well under it
 GRAPH_MAX_TOKENS = 4_000  # graph and outline answers: the closest first, then `cut` says how to get more
 GRAPH_QUESTIONS = ("callers", "callees", "refs", "impact")
+DEFINITION_LINES = 200  # a definition's lines an answer holds unless asked for more (about 2,000 tokens)
 # an agent's search answer holds 5 hits: on the 381 dev commit questions the answer names the
 # changed function in 39.9 % of them for a median 354 tokens; 10 hits name it in 44.1 % for 692
 # (benchmarks/answer_defaults.py; semble's default answer is 5 hits). `k` asks for more.
 SEARCH_K = 5
-
-
-def file_lines(index: Index) -> Callable[[str], list[str] | None]:
-    """A reader of an indexed file's lines for snippets (confined to the root; None if unreadable)."""
-    def read(path: str) -> list[str] | None:
-        try:
-            return index.read_file(path)[1].split("\n")
-        except CodewhereError:
-            return None
-    return read
 
 
 def fitted(answer: T, key: str, offset: int, max_tokens: int) -> str:
@@ -116,8 +107,8 @@ def build_server(workspace: Workspace) -> MCPServer:
         "codewhere",
         instructions=(
             "Local code search over " + ", ".join(map(str, workspace.roots)) + ". Use `search` for a question in "
-            "plain words or an identifier; `symbols` to find a definition by name; `graph` for who calls or uses "
-            "what; `outline` to see a file's structure before reading it. Results are "
+            "plain words or an identifier; `symbols` to find a definition by name and `definition` to read it; "
+            "`graph` for who calls or uses what; `outline` to see a file's structure before reading it. Results are "
             "path:start-end ranges: read only those lines."
         ),
     )
@@ -137,7 +128,7 @@ def build_server(workspace: Workspace) -> MCPServer:
             request = SearchRequest(query, k=k, mode=mode, scopes=tuple(scopes), kinds=None if kinds is None else tuple(kinds))
             with workspace.deadline(index):
                 hits = index.run(request)
-            answer = search_answer(hits, file_lines(index), max_lines, max_tokens, explain, workspace.redact_secrets)
+            answer = search_answer(hits, index.file_lines, max_lines, max_tokens, explain, workspace.redact_secrets)
             if explain:
                 answer["ranking"] = index.ranking_set.name
             if index.tier_reader() is not None:  # which vectors answered, where a quality tier exists
@@ -156,7 +147,7 @@ def build_server(workspace: Workspace) -> MCPServer:
             index, rel = workspace.index_for(path)
             with workspace.deadline(index):
                 hits = index.related(rel or "", line, k)
-            return compact(search_answer(hits, file_lines(index), max_lines, DEFAULT_MAX_TOKENS, False, workspace.redact_secrets))
+            return compact(search_answer(hits, index.file_lines, max_lines, DEFAULT_MAX_TOKENS, False, workspace.redact_secrets))
         return await call(None, go)
 
     @server.tool(structured_output=False)
@@ -177,6 +168,29 @@ def build_server(workspace: Workspace) -> MCPServer:
             with workspace.deadline(index):
                 answer = output.symbols(index.symbols(query, k))
             return fitted(redacted_signatures(answer, workspace.redact_secrets), "symbols", 0, GRAPH_MAX_TOKENS)
+        return await call(None, go)
+
+    @server.tool(structured_output=False)
+    async def definition(name: str, path: str | None = None, max_lines: int = DEFINITION_LINES) -> str:
+        """Read one definition (name, Owner.name or path:line): its location and its lines, up to
+        `max_lines`, instead of opening its file."""
+        def go(progress: Progress | None) -> str:
+            index, _ = workspace.index_for(path)
+            with workspace.deadline(index):
+                symbol = index.symbol(name)
+            lines = index.file_lines(symbol.path)
+            if lines is None:
+                raise QueryError(f"{symbol.path} cannot be read now", "refresh the index, then ask again")
+            shown = lines[symbol.start_line - 1:min(symbol.end_line, symbol.start_line - 1 + max(0, max_lines))]
+            code = "\n".join(shown)
+            answer: dict[str, object] = {
+                "location": output.location(symbol.path, symbol.start_line, symbol.end_line),
+                "symbol": symbol.qualified_name, "kind": symbol.kind,
+                "code": redact(code) if workspace.redact_secrets else code}
+            left = symbol.end_line - symbol.start_line + 1 - len(shown)
+            if left > 0:
+                answer["cut"] = f"{left} more lines: ask with a larger max_lines"
+            return compact(answer)
         return await call(None, go)
 
     @server.tool(structured_output=False)
