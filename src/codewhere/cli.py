@@ -412,7 +412,7 @@ def _cmd_search(args: argparse.Namespace) -> Answer:
 
     answer = output.search(args.query, hits, root, ranking)
     if args.files_with_matches:
-        answer["paths"] = list(dict.fromkeys(h.path for h in hits))
+        answer["paths"] = hit_filter.paths_of(hits)
     return Answer(answer, show, bool(hits))
 
 
@@ -551,7 +551,7 @@ def _cmd_model(args: argparse.Namespace) -> Answer:
     verdict = ("identical, byte for byte" if identical else
                "from the same weights (float rounding differs from the machine that trained it)" if same_weights else
                "from OTHER weights than the base it records")
-    lines.append(f"against the base the shipped default ({shipped.name if shipped else ''}) was trained from: {verdict}")
+    lines.append(f"against the base the shipped default was trained from: {verdict}")
     return Answer(data, _print_lines(lines), same_weights)
 
 

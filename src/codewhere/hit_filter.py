@@ -87,9 +87,19 @@ class HitShape:
     def overfetch(self) -> int:
         return self.paths.overfetch
 
+    @property
+    def reshapes_lines(self) -> bool:
+        """Whether a hit's shown lines are the asked ones (context or a cap) rather than its own."""
+        return bool(self.before or self.after) or self.max_lines is not None
+
     def apply(self, hits: Sequence[Hit], k: int, file_lines: Callable[[str], Sequence[str] | None]) -> list[Hit]:
         """The first `k` hits the path filter keeps, with their lines widened and cut."""
         kept = [h for h in hits if self.paths.keeps(h)][:k]
-        if self.before or self.after or self.max_lines is not None:
+        if self.reshapes_lines:
             kept = [with_context(h, file_lines(h.path), self.before, self.after, self.max_lines) for h in kept]
         return kept
+
+
+def paths_of(hits: Sequence[Hit]) -> list[str]:
+    """ripgrep's -l: the hits' paths, best first, once each."""
+    return list(dict.fromkeys(hit.path for hit in hits))

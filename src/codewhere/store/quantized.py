@@ -12,8 +12,9 @@ import numpy as np
 # vectors: past this many an index holds them quantized, its chunk texts cut from the files and its
 # keyword postings without positions (the compact form, store/sqlite.py). Django 5.1.4 (48k vectors,
 # benchmarks/index_size.py): 172 MB -> 77 MB (5.0x -> 2.3x the text it read), one-shot search p50
-# 33 -> 19 ms, warm 6.1 -> 3.8-5.1 ms; its cold index +9-11 % and +130-185 MB at peak (the switch
-# rewrites what the first 20k wrote). Dev split with every index compact: NDCG@10 0.8862 -> 0.8858.
+# 33 -> 19 ms, warm 6.1 -> 3.8-5.1 ms; its first build 20-22 -> 25-27 s (`codewhere index`, one run:
+# 63-65 -> 70 s, peak 338 -> 524 MB: the switch rewrites what the first 20k wrote). Dev split with
+# every index compact: NDCG@10 0.8862 -> 0.8858.
 QUANTIZE_FROM = 20_000
 SHORTLIST_MIN = 2_000  # on the kernel, exact top 100 kept: 0.79 of it at 500, 0.89 at 1000, 0.95 at 2000
 SHORTLIST_PER_RESULT = 20

@@ -20,7 +20,7 @@ from typing import cast
 import numpy as np
 
 from codewhere.store.base import ChunkAt, VectorSource, WarmStore, nearest_chunks, spelled_keys
-from codewhere.store.quantized import QuantizedVectors
+from codewhere.store.quantized import QUANTIZE_FROM, QuantizedVectors
 from codewhere.store.term_postings import HeldTerms, PostingSource
 from codewhere.store.warm_keywords import WarmKeywords
 from codewhere.store.warm_keywords import build as build_keywords
@@ -33,10 +33,9 @@ log = logging.getLogger(__name__)
 # rows from the store, as a Linux-sized index must.
 WARM_TEXT_LIMIT = 64 * 1024 * 1024
 WARM_CHUNK_LIMIT = 200_000
-# Vectors past this many are held quantized (quantized.py): 200k float32 vectors of 256
-# dimensions take 200 MB; the kernel's 1.37 M, 1.4 GB. An index that keeps its vectors quantized
-# (SQLite's compact form, past quantized.QUANTIZE_FROM) is held as it keeps them, at any size.
-EXACT_VECTOR_LIMIT = 200_000
+# Vectors past this many are held quantized (quantized.py), as the SQLite index itself keeps them
+# from there on (its compact form): no float32 copy of them exists to hold.
+EXACT_VECTOR_LIMIT = QUANTIZE_FROM
 VECTOR_PAGE = 50_000  # vectors read from the store at a time
 CALLS_HELD = 100_000  # chunks whose call targets are kept between changes (then forgotten at once)
 
@@ -133,8 +132,7 @@ class WarmVectors:
         searches in other threads may be reading it. Vectors are read a page at a time, so
         quantized ones never stand in memory as float32 all at once."""
         last = int(self.ids.max()) if len(self.ids) else 0
-        quantize = (self.quantized is not None or store.quantized_after(last, 1) is not None
-                    or len(self.ids) + store.vector_count_after(last) > EXACT_VECTOR_LIMIT)
+        quantize = self.quantized is not None or len(self.ids) + store.vector_count_after(last) > EXACT_VECTOR_LIMIT
         base = self if quantize == (self.quantized is not None) else WarmVectors(self.made, quantize)
         last = int(base.ids.max()) if len(base.ids) else 0
         ids_read: list[np.ndarray] = [base.ids]

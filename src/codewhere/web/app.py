@@ -43,7 +43,7 @@ from codewhere.errors import CodewhereError, QueryError
 from codewhere.eval_report import report_body
 from codewhere.evaluate import load_query_file
 from codewhere.graph import Reference
-from codewhere.hit_filter import HitFilter, HitShape
+from codewhere.hit_filter import HitFilter, HitShape, paths_of
 from codewhere.indexer import Progress
 from codewhere.languages import language_of
 from codewhere.types import Hit, Mode, SymbolRow
@@ -155,9 +155,10 @@ class Pages:
 
     # ---- search ----------------------------------------------------------------------------
 
-    def _search_request(self, request: Request) -> tuple[int, SearchRequest | None, HitShape]:
-        """The query, and ripgrep's habits as the CLI has them: `glob` and `type` (comma-separated
-        or repeated), `context`/`before`/`after` lines, `max_lines`."""
+    def _search_request(self, request: Request) -> tuple[int, SearchRequest | None, HitShape, int]:
+        """The query (asking `shape.overfetch` times the hits shown), ripgrep's habits as the CLI
+        has them (`glob` and `type`, comma-separated or repeated, `context`/`before`/`after`
+        lines, `max_lines`), and how many hits to show."""
         params = request.query_params
         root = self._root(request)
         shape = HitShape(
@@ -166,20 +167,20 @@ class Pages:
             _lines_param(params, "max_lines") if params.get("max_lines", "").strip() else None)
         query = params.get("q", "")
         if not query.strip():
-            return root, None, shape
+            return root, None, shape, 0
         k_text = params.get("k", str(DEFAULT_K))
         if not k_text.isdigit() or not 1 <= int(k_text) <= MAX_K:
             raise QueryError(f"k must be a number from 1 to {MAX_K}, got {k_text!r}", "leave it out for 10")
-        return root, SearchRequest(query, k=int(k_text) * shape.overfetch, mode=params.get("mode", Mode.HYBRID.value),
+        k = int(k_text)
+        return root, SearchRequest(query, k=k * shape.overfetch, mode=params.get("mode", Mode.HYBRID.value),
                                    scopes=_listed(params.getlist("scope")),
-                                   exclude_tests=params.get("tests") == "exclude"), shape
+                                   exclude_tests=params.get("tests") == "exclude"), shape, k
 
-    def _shaped_hits(self, root: int, asked: SearchRequest, shape: HitShape) -> tuple[list[Hit], str]:
-        k = asked.k // shape.overfetch
+    def _shaped_hits(self, root: int, asked: SearchRequest, shape: HitShape, k: int) -> tuple[list[Hit], str]:
         return self._ask(root, lambda index: (shape.apply(index.run(asked), k, index.file_lines), index.ranking_set.name))
 
     def search(self, request: Request) -> Response:
-        root, asked, shape = self._search_request(request)
+        root, asked, shape, k = self._search_request(request)
         params = request.query_params
         form = {"q": params.get("q", ""), "mode": params.get("mode", Mode.HYBRID.value),
                 "scope": ", ".join(params.getlist("scope")), "root": root, "tests": params.get("tests", ""),
@@ -188,11 +189,10 @@ class Pages:
         if asked is None:
             return self.render("search.html", form=form, modes=[m.value for m in Mode], hits=None, took=None)
         started = time.perf_counter()
-        hits, _ = self._shaped_hits(root, asked, shape)
+        hits, _ = self._shaped_hits(root, asked, shape, k)
         took = (time.perf_counter() - started) * 1000
-        shown = [self._hit_view(root, hit, shaped=shape.before + shape.after > 0 or shape.max_lines is not None)
-                 for hit in hits]
-        paths = list(dict.fromkeys(hit.path for hit in hits)) if form["files"] else None
+        shown = [self._hit_view(root, hit, shaped=shape.reshapes_lines) for hit in hits]
+        paths = paths_of(hits) if form["files"] else None
         return self.render("search.html", form=form, modes=[m.value for m in Mode], hits=shown, took=took,
                            paths=paths, file_url=lambda path: self.url("/file", root=root, path=path))
 
@@ -212,15 +212,15 @@ class Pages:
 
     def api_search(self, request: Request) -> Response:
         try:
-            root, asked, shape = self._search_request(request)
+            root, asked, shape, k = self._search_request(request)
             if asked is None:
                 raise QueryError("the query is empty", "pass ?q=words or an identifier")
-            hits, ranking = self._shaped_hits(root, asked, shape)
+            hits, ranking = self._shaped_hits(root, asked, shape, k)
         except CodewhereError as exc:
             return JSONResponse({"error": exc.message, "hint": exc.hint}, status_code=400)
         answer = output.search(asked.query, hits, str(self.workspace.roots[root]), ranking)
         if request.query_params.get("files"):
-            answer["paths"] = list(dict.fromkeys(hit.path for hit in hits))
+            answer["paths"] = paths_of(hits)
         return JSONResponse(answer)
 
     # ---- a file ----------------------------------------------------------------------------
