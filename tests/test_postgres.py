@@ -19,7 +19,8 @@ from codewhere.api import Index
 from codewhere.config import Settings, redact_dsn
 from codewhere.embed.fake import FakeEmbedder
 from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError
-from codewhere.store.postgres import SCHEMA_VERSION, tsquery_text
+from codewhere.store.pg_schema import PARTITIONED, REPO_ID_SHIFT, SCHEMA_VERSION, TEXT_MIGRATIONS
+from codewhere.store.postgres import tsquery_text
 from codewhere.types import Filters, TermQuery
 from tests.conftest import SAMPLE_REPO, write_tree
 
@@ -205,32 +206,125 @@ def test_newer_schema_is_refused(tmp_path: Path, team_dsn: str) -> None:
         _open(root)
 
 
-def test_a_version_1_database_is_migrated_and_its_files_rewritten(tmp_path: Path, team_dsn: str) -> None:
-    """Version 2 records where calls and definitions live; a version 1 index has no such
-    columns, so migrating forgets each repository's chunker version and its next refresh
-    rewrites every file."""
+def _version_1_database(dsn: str) -> None:
+    """A database as codewhere's first schema left it: two repositories, the second ("shop") with
+    one file whose chunk, definition, symbol, call edge and vector refer to each other by id."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA codewhere; SET search_path = codewhere, public")
+        conn.execute(TEXT_MIGRATIONS[0])
+        conn.execute("""
+            INSERT INTO settings VALUES ('schema_version', '1'), ('model_id', 'fake'), ('model_dim', '3'),
+                                        ('model_fingerprint', 'fake-fake-3');
+            ALTER TABLE embeddings ALTER COLUMN embedding TYPE vector(3);
+            INSERT INTO repos(name) VALUES ('first'), ('shop');
+            INSERT INTO files(repo_id, path, size, mtime_ns, hash, kind, language) VALUES (2, 'old.py', 9, 0, 'h', 'code', 'python');
+            INSERT INTO chunks(file_id, repo_id, start_line, end_line, content_hash, text, embed_text, fts)
+                VALUES (1, 2, 1, 2, 'c1', 'def pay(): pay()', 'old.py def pay', to_tsvector('simple', 'pay'));
+            INSERT INTO definitions VALUES (1, 'pay');
+            INSERT INTO embeddings(content_hash, embedding) VALUES ('c1', '[1, 0, 0]');
+            INSERT INTO symbols(file_id, repo_id, name, name_key, qualified_name, kind, start_line, end_line, signature,
+                                doc, decorators, parent, split, fts)
+                VALUES (1, 2, 'pay', 'pay', 'pay', 'function', 1, 2, 'def pay()', '', '', '', 'pay', to_tsvector('simple', 'pay'));
+            INSERT INTO edges(file_id, repo_id, kind, source_id, target_name, target_id, resolution, line)
+                VALUES (1, 2, 'call', 1, 'pay', 1, 'local', 1);
+            INSERT INTO repo_meta VALUES (2, 'chunker_version', 'old');
+        """)
+
+
+def test_a_version_1_database_is_migrated_into_partitions_and_its_files_rewritten(tmp_path: Path, team_dsn: str) -> None:
+    """Every migration in turn: version 2 onwards add columns and forget the chunker version (the
+    next refresh rewrites every file); version 7 moves each repository's rows into partitions of
+    its own, their ids into its range, references with them."""
+    _version_1_database(team_dsn)
     root = write_tree(tmp_path / "shop", SAMPLE_REPO)
-    with _open(root) as index:
-        index.refresh(vectors=False)
-    with psycopg.connect(team_dsn, autocommit=True) as conn:  # back to what version 1 wrote
-        conn.execute("""ALTER TABLE codewhere.chunks DROP COLUMN mentions;
-                        ALTER TABLE codewhere.symbols DROP COLUMN chunk_id;
-                        ALTER TABLE codewhere.edges DROP COLUMN chunk_id;
-                        ALTER TABLE codewhere.definitions DROP COLUMN spelled;
-                        ALTER TABLE codewhere.repos DROP COLUMN generation;
-                        ALTER TABLE codewhere.chunks DROP COLUMN unit_start, DROP COLUMN unit_end, DROP COLUMN unit_name;
-                        ALTER TABLE codewhere.files DROP COLUMN fts;
-                        UPDATE codewhere.settings SET value = '1' WHERE key = 'schema_version'""")
-    with _open(root) as index:
-        report = index.refresh(vectors=False)
-        assert report.files_added == report.files_kept > 0  # every file written again
+    with _open(root, embedder=FakeEmbedder(dim=3)) as index:
+        with psycopg.connect(team_dsn, autocommit=True) as conn:
+            conn.execute("SET search_path = codewhere")
+            assert conn.execute("SELECT value FROM settings WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+            assert conn.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = 'chunks'::regclass").fetchone()[0] == 2
+            shifted = (2 << REPO_ID_SHIFT) | 1
+            assert conn.execute("SELECT repo_id, id, file_id FROM chunks").fetchall() == [(2, shifted, shifted)]
+            assert conn.execute("SELECT repo_id, chunk_id, file_id FROM definitions").fetchall() == [(2, shifted, shifted)]
+            assert conn.execute("SELECT e.source_id = s.id AND e.target_id = s.id AND s.file_id = %s FROM edges e, symbols s",
+                                (shifted,)).fetchone() == (True,)
+            assert conn.execute("SELECT repo_id, content_hash FROM embeddings").fetchall() == [(2, "c1")]
+            assert conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'codewhere' AND tablename LIKE '%_v6'").fetchone()[0] == 0
+        assert index.callers("pay")[1]  # the graph reads the moved rows
+        report = index.refresh()
+        assert report.files_added == report.files_kept == len(SAMPLE_REPO)  # every file written again
+        assert "old.py" not in index.store.file_states()
+        assert index.search("charge_credit_card", k=1)[0].path == "src/shop/payment.py"
+
+
+def test_the_live_schema_is_ready_to_shard(tmp_path: Path, team_dsn: str) -> None:
+    """What a distributed database (Citus) needs of a table distributed by repository: each table
+    that grows with code partitioned by `repo_id`, every primary key and unique index starting
+    with it, and no row id from a sequence."""
+    with _open(write_tree(tmp_path / "shop", SAMPLE_REPO), embedder=FakeEmbedder()) as index:
+        index.refresh()
     with psycopg.connect(team_dsn, autocommit=True) as conn:
-        assert conn.execute("SELECT value FROM codewhere.settings WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
-        assert conn.execute("SELECT count(*) FROM codewhere.edges WHERE chunk_id IS NULL").fetchone()[0] == 0
-        assert conn.execute("SELECT count(*) FROM codewhere.symbols WHERE chunk_id IS NULL").fetchone()[0] == 0
-        assert conn.execute("SELECT count(*) FROM codewhere.definitions WHERE spelled = ''").fetchone()[0] == 0
-        assert conn.execute("SELECT count(*) FROM codewhere.chunks WHERE unit_name IS NOT NULL").fetchone()[0] > 0
-        assert conn.execute("SELECT count(*) FROM codewhere.files WHERE fts IS NOT NULL").fetchone()[0] > 0  # file-words
+        partitioned = dict(conn.execute(
+            """SELECT c.relname, pg_get_partkeydef(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE n.nspname = 'codewhere' AND c.relkind = 'p'""").fetchall())
+        assert partitioned == dict.fromkeys(PARTITIONED, "LIST (repo_id)")
+        unique = conn.execute(
+            """SELECT t.relname, i.relname, a.attname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+               JOIN pg_class t ON t.oid = x.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace
+               JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = x.indkey[0]
+               WHERE n.nspname = 'codewhere' AND x.indisunique""").fetchall()
+        keyed_otherwise = [(t, i, first) for t, i, first in unique if first != "repo_id" and t not in ("repos", "settings")]
+        assert unique and keyed_otherwise == []
+        defaults = conn.execute(
+            """SELECT c.relname, a.attname FROM pg_attrdef d JOIN pg_class c ON c.oid = d.adrelid
+               JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = d.adnum
+               WHERE n.nspname = 'codewhere' AND pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval%%' AND c.relname <> 'repos'""").fetchall()
+        assert defaults == []
+        missing_key = conn.execute(
+            """SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+               WHERE n.nspname = 'codewhere' AND c.relkind IN ('r', 'p') AND c.relname NOT IN ('repos', 'settings')
+                 AND NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'repo_id')""").fetchall()
+        assert missing_key == []
+
+
+def _scans(dsn: str) -> dict[str, int]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return {name: int(n) for name, n in conn.execute(
+            """SELECT relname, coalesce(seq_scan, 0) + coalesce(idx_scan, 0) FROM pg_stat_user_tables
+               WHERE schemaname = 'codewhere' AND relname ~ '_r[0-9]+$'""")}
+
+
+def test_a_search_scoped_to_one_repository_reads_only_its_partitions(tmp_path: Path, team_dsn: str) -> None:
+    fake = FakeEmbedder()
+    with _open(write_tree(tmp_path / "shop", SAMPLE_REPO), embedder=fake) as a, \
+         _open(write_tree(tmp_path / "billing", {"charge.py": "def charge(card):\n    return card\n"}), embedder=fake) as b:
+        a.refresh()
+        b.refresh()
+        billing = b.store._repo_id  # noqa: SLF001
+        a.store._db.execute("SELECT pg_stat_force_next_flush()")  # noqa: SLF001
+        before = _scans(team_dsn)
+        hits = a.search("charge card", k=5, repos=["shop"])
+        a.store._db.execute("SELECT pg_stat_force_next_flush()")  # noqa: SLF001
+        after = _scans(team_dsn)
+    assert hits and all(h.repo == "shop" for h in hits)
+    touched = {name for name, n in after.items() if n > before.get(name, 0)}
+    assert any(name.startswith("chunks_r") for name in touched)
+    assert not {name for name in touched if name.endswith(f"_r{billing}")}
+
+
+def test_dropping_a_repository_drops_its_partitions_and_keeps_the_others(tmp_path: Path, team_dsn: str) -> None:
+    fake = FakeEmbedder()
+    with _open(write_tree(tmp_path / "shop", SAMPLE_REPO), embedder=fake) as a, \
+         _open(write_tree(tmp_path / "billing", {"charge.py": "def charge(card):\n    return card\n"}), embedder=fake) as b:
+        a.refresh()
+        b.refresh()
+        billing = b.store._repo_id  # noqa: SLF001
+        assert b.store.drop_repository() and not b.store.drop_repository()
+        assert a.repositories() == ["shop"]
+        assert a.search("charge_credit_card", k=1)[0].path == "src/shop/payment.py"
+    with psycopg.connect(team_dsn, autocommit=True) as conn:
+        left = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'codewhere' AND tablename LIKE %s",
+                            (f"%\\_r{billing}",)).fetchone()[0]
+    assert left == 0
 
 
 def test_the_schema_lives_in_its_own_namespace(tmp_path: Path, team_dsn: str) -> None:
@@ -262,15 +356,20 @@ def test_mcp_hits_from_a_shared_index_name_their_repository() -> None:
     assert _hit(Hit("a.py", 1, 2, 0.1, FileKind.CODE, "python", ""))["location"] == "a.py:1-2"
 
 
-def test_a_dropped_connection_is_one_line_not_a_traceback(tmp_path: Path, team_dsn: str) -> None:
+def test_a_reader_whose_connection_drops_reconnects_and_a_writer_gets_one_line(tmp_path: Path, team_dsn: str) -> None:
     with _open(write_tree(tmp_path / "shop", SAMPLE_REPO), embedder=FakeEmbedder()) as index:
-        index.refresh()
+        index.refresh()  # the store now works on the primary as a writer: it never reconnects silently
         pid = index.store._db.info.backend_pid  # noqa: SLF001 — the test plays the server's side
         with psycopg.connect(team_dsn, autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         with pytest.raises(IndexFileError, match="lost the connection to PostgreSQL") as info:
             index.search("charge credit card")
         assert "check that the server is up" in info.value.hint
+    with _open(tmp_path / "shop", embedder=FakeEmbedder()) as reader:
+        assert reader.search("charge credit card", k=1)
+        with psycopg.connect(team_dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (reader.store._db.info.backend_pid,))  # noqa: SLF001
+        assert reader.search("charge credit card", k=1)[0].path == "src/shop/payment.py"  # on a new connection
 
 
 def test_searchers_only_read_so_they_can_use_a_read_only_replica(tmp_path: Path, team_dsn: str) -> None:

@@ -59,6 +59,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("workers", "index", "workers", "CODEWHERE_WORKERS", int),
     Option("store", "index", "store", "CODEWHERE_STORE", str),
     Option("dsn", "index", "dsn", "CODEWHERE_DSN", str),
+    Option("read_dsn", "index", "read_dsn", "CODEWHERE_READ_DSN", str),
     Option("repo", "index", "repo", "CODEWHERE_REPO", str),
     Option("model", "embedder", "model", "CODEWHERE_MODEL", str),
     Option("models_dir", "embedder", "models_dir", "CODEWHERE_MODELS_DIR", Path),
@@ -90,7 +91,10 @@ class Settings:
     quality: bool = False  # the quality tier (tier.py): MiniLM's vectors filled beside the static ones
     workers: int | None = None  # processes reading and chunking files; None: one per core
     store: str | None = None  # "sqlite" or "postgres"; None: postgres when a DSN is set, else sqlite
-    dsn: str | None = None  # PostgreSQL connection string of a shared (team) index
+    dsn: str | None = None  # PostgreSQL connection string of a shared (team) index: its primary, where indexers write
+    # where searches and graph questions read: libpq's multi-host form names replicas, e.g.
+    # postgresql://r1,r2,primary/code?target_session_attrs=prefer-standby&load_balance_hosts=random
+    read_dsn: str | None = None
     repo: str | None = None  # the repository's name in a shared index; default: the folder's name
     max_seq_length: int | None = None  # transformer embedders: tokens per chunk (default: the model's)
     embed_base_url: str = "http://localhost:11434/v1"  # openai:MODEL embedders
@@ -162,7 +166,7 @@ class Settings:
         out = []
         for option in OPTIONS:
             value = getattr(self, option.name)
-            if option.name == "dsn" and isinstance(value, str):
+            if option.name in ("dsn", "read_dsn") and isinstance(value, str):
                 value = redact_dsn(value)
             out.append((f"{option.section}.{option.key}", option.env or "", value, self.sources.get(option.name, "default")))
         return out

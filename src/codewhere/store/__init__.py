@@ -44,7 +44,7 @@ def open_store(
                 "the postgres store needs psycopg, which is not installed", "pip install 'codewhere[postgres]'"
             ) from exc
 
-        return PostgresStore.open(settings.dsn, repo)
+        return PostgresStore.open(settings.dsn, repo, settings.read_dsn)
     raise IndexFileError(f"unknown store {kind!r}", f"use one of: {', '.join(STORES)}")
 
 

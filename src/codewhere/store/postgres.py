@@ -12,6 +12,7 @@ ones (README and BENCHMARKS show what that costs).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -20,6 +21,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -45,7 +47,6 @@ from codewhere.store.base import (
     StoreStats,
     chunk_row,
     definition_rows,
-    edge_sources_sql,
     grouped,
     like_escape,
     path_bounds,
@@ -53,6 +54,20 @@ from codewhere.store.base import (
     spelled_keys,
     targets_with_resolution,
     unit_columns,
+)
+from codewhere.store.pg_schema import (
+    LOCK_NAMESPACE,
+    MIGRATION_LOCK,
+    PARTITIONED,
+    SCHEMA,
+    SCHEMA_VERSION,
+    create_partitions,
+    drop_partitions,
+    first_id,
+    migrate_step,
+    orphan_partitions,
+    repositories_of,
+    size_vector_column,
 )
 from codewhere.types import (
     Chunk,
@@ -74,9 +89,6 @@ from codewhere.types import (
 
 log = logging.getLogger(__name__)
 
-SCHEMA = "codewhere"
-LOCK_NAMESPACE = 0x63776872  # "cwhr": first key of codewhere's advisory locks
-MIGRATION_LOCK = 0  # second key while migrating; repositories use an odd hash of their name
 CONNECT_TIMEOUT_SECONDS = 10
 # ts_rank weights for D, C, B, A of a symbol's fields (chunks take theirs from the query's
 # field_weights: the path is B, the text A)
@@ -85,117 +97,22 @@ RANK_NORMALISATION = 1  # divide by 1 + log(document length): long chunks don't 
 MODEL_KEYS = ("model_id", "model_dim", "model_fingerprint")  # the database's model, in `settings`
 HNSW_OVERFETCH = 10  # a filtered KNN asks the HNSW index for this many times the rows, then filters
 
-# Each entry upgrades the schema by one version; an index never goes back.
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE EXTENSION IF NOT EXISTS vector;
-    CREATE TABLE settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE repos(id SERIAL PRIMARY KEY, name TEXT NOT NULL UNIQUE);
-    CREATE TABLE repo_meta(
-        repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
-        key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(repo_id, key)
-    );
-    CREATE TABLE files(
-        id BIGSERIAL PRIMARY KEY,
-        repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
-        path TEXT NOT NULL, size BIGINT NOT NULL, mtime_ns BIGINT NOT NULL, hash TEXT,
-        kind TEXT NOT NULL, language TEXT NOT NULL, skip_reason TEXT,
-        UNIQUE(repo_id, path)
-    );
-    CREATE TABLE chunks(
-        id BIGSERIAL PRIMARY KEY,
-        file_id BIGINT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
-        repo_id INTEGER NOT NULL,
-        start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
-        content_hash TEXT NOT NULL, text TEXT NOT NULL,
-        embed_text TEXT,  -- NULL: not embedded (imports and assignments only)
-        fts TSVECTOR NOT NULL
-    );
-    CREATE INDEX chunks_file ON chunks(file_id);
-    CREATE INDEX chunks_repo ON chunks(repo_id, id);
-    CREATE INDEX chunks_hash ON chunks(content_hash);
-    CREATE INDEX chunks_fts ON chunks USING GIN(fts);
-    CREATE TABLE definitions(
-        chunk_id BIGINT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE, name TEXT NOT NULL
-    );
-    CREATE INDEX definitions_name ON definitions(name);
-    CREATE INDEX definitions_chunk ON definitions(chunk_id);
-    -- The column gets its dimension when a model is bound (bind_model), then an HNSW index.
-    CREATE TABLE embeddings(id BIGSERIAL PRIMARY KEY, content_hash TEXT NOT NULL UNIQUE, embedding vector NOT NULL);
-    CREATE TABLE symbols(
-        id BIGSERIAL PRIMARY KEY,
-        file_id BIGINT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
-        repo_id INTEGER NOT NULL,
-        name TEXT NOT NULL, name_key TEXT NOT NULL, qualified_name TEXT NOT NULL, kind TEXT NOT NULL,
-        start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
-        signature TEXT NOT NULL, doc TEXT NOT NULL, decorators TEXT NOT NULL, parent TEXT NOT NULL,
-        split TEXT NOT NULL, fts TSVECTOR NOT NULL
-    );
-    CREATE INDEX symbols_repo_name ON symbols(repo_id, name);
-    CREATE INDEX symbols_repo_key ON symbols(repo_id, name_key);
-    CREATE INDEX symbols_qualified ON symbols(qualified_name);
-    CREATE INDEX symbols_file ON symbols(file_id);
-    CREATE INDEX symbols_fts ON symbols USING GIN(fts);
-    -- source_id: the enclosing symbol (NULL at module level); target_id: set by resolution.
-    CREATE TABLE edges(
-        id BIGSERIAL PRIMARY KEY,
-        file_id BIGINT NOT NULL REFERENCES files(id) ON DELETE CASCADE,
-        repo_id INTEGER NOT NULL,
-        kind TEXT NOT NULL, source_id BIGINT, target_name TEXT NOT NULL, target_id BIGINT,
-        resolution TEXT NOT NULL DEFAULT 'unresolved', line INTEGER NOT NULL
-    );
-    CREATE INDEX edges_file ON edges(file_id, kind, line);
-    CREATE INDEX edges_source ON edges(source_id);
-    CREATE INDEX edges_target ON edges(target_id);
-    CREATE INDEX edges_repo_name ON edges(repo_id, target_name);
-    """,
-    # Where each definition and call lives, and the code names a doc chunk mentions: written with
-    # the file, so the evidence signal needs no range join at query time. Forgetting each
-    # repository's chunker version makes its next refresh rewrite every file (vectors are kept).
-    """
-    ALTER TABLE chunks ADD COLUMN mentions TEXT;
-    ALTER TABLE symbols ADD COLUMN chunk_id BIGINT;
-    ALTER TABLE edges ADD COLUMN chunk_id BIGINT;
-    CREATE INDEX edges_chunk ON edges(chunk_id);
-    DELETE FROM repo_meta WHERE key = 'chunker_version';
-    """,
-    # Each definition as written (`Helpers`) beside its compound name, so a name typed with a capital
-    # can ask for its exact spelling. Rows written before have none: forgetting the chunker version
-    # makes each repository's next refresh write them again.
-    """
-    ALTER TABLE definitions ADD COLUMN spelled TEXT NOT NULL DEFAULT '';
-    DELETE FROM repo_meta WHERE key = 'chunker_version';
-    """,
-    # Each write transaction counts itself in its repository's row: a reader keeping chunks in
-    # memory (store/warm.py) rereads when the counts move.
-    """
-    ALTER TABLE repos ADD COLUMN generation BIGINT NOT NULL DEFAULT 0;
-    """,
-    # The definition each chunk belongs to (types.Unit), what a hit of it reports. Forgetting each
-    # repository's chunker version makes its next refresh write them (vectors are kept).
-    """
-    ALTER TABLE chunks ADD COLUMN unit_start INTEGER, ADD COLUMN unit_end INTEGER, ADD COLUMN unit_name TEXT;
-    DELETE FROM repo_meta WHERE key = 'chunker_version';
-    """,
-    # Each file as one document (its path and all its chunks' tokens) for a file-level keyword
-    # score. Forgetting each repository's chunker version makes its next refresh write them.
-    """
-    ALTER TABLE files ADD COLUMN fts TSVECTOR;
-    CREATE INDEX files_fts ON files USING GIN(fts);
-    DELETE FROM repo_meta WHERE key = 'chunker_version';
-    """,
-)
 FILE_FTS_CHARS = 500_000  # of a file's body tokens: a tsvector holds at most 1 MB
-SCHEMA_VERSION = len(MIGRATIONS)
 
-_EDGE_SOURCES_SQL = edge_sources_sql("SELECT unnest(%(targets)s::bigint[])", "SELECT unnest(%(kinds)s::text[])")
+# edge_sources_sql's question with the partition key: the targets' repositories are read, no other
+_EDGE_SOURCES_SQL = """SELECT e.source_id, e.kind, f.path, e.line, e.resolution, e.target_id
+    FROM edges e JOIN files f ON f.repo_id = e.repo_id AND f.id = e.file_id
+    WHERE e.repo_id = ANY(%(repos)s) AND e.target_id = ANY(%(targets)s) AND e.kind = ANY(%(kinds)s) AND e.source_id IS NOT NULL
+    ORDER BY f.path, e.line"""
 
 # a chunk as search reads it (types.ChunkRow), with its file id last
 _CHUNK_ROW_SQL = "SELECT " + CHUNK_ROW_COLUMNS.format(
-    repo="r.name", definitions="(SELECT string_agg(d.name || %s || d.spelled, %s) FROM definitions d WHERE d.chunk_id = c.id)",
-) + " FROM chunks c JOIN files f ON f.id = c.file_id JOIN repos r ON r.id = f.repo_id"
+    repo="r.name",
+    definitions="(SELECT string_agg(d.name || %s || d.spelled, %s) FROM definitions d WHERE d.repo_id = c.repo_id AND d.chunk_id = c.id)",
+) + " FROM chunks c JOIN files f ON f.repo_id = c.repo_id AND f.id = c.file_id JOIN repos r ON r.id = c.repo_id"
 _CHUNK_ROW_PARAMS = (DEFINITION_SEPARATOR, DEFINITION_SEPARATOR)
-_CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id, e.resolution FROM edges e JOIN symbols s ON s.id = e.target_id
+_CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id, e.resolution
+                       FROM edges e JOIN symbols s ON s.repo_id = e.repo_id AND s.id = e.target_id
                        WHERE e.kind = 'call' AND s.chunk_id IS NOT NULL AND s.chunk_id <> e.chunk_id"""
 
 
@@ -223,19 +140,28 @@ def _vector_literal(vector: np.ndarray) -> str:
 
 def _lost_connection_is_one_line(cls: type) -> type:
     """A server that restarts or drops the connection mid-command is an operational fact, not a
-    bug: every public method turns psycopg's OperationalError into an IndexFileError."""
+    bug: every public method turns psycopg's OperationalError into an IndexFileError. A reader
+    outside a snapshot tries once more on a new connection first: with a multi-host read DSN that
+    is the next server (a replica that died is skipped)."""
 
     def guard(method: Callable[..., object]) -> Callable[..., object]:
         @functools.wraps(method)
         def guarded(self: PostgresStore, *args: object, **kwargs: object) -> object:
             try:
-                return method(self, *args, **kwargs)
+                try:
+                    return method(self, *args, **kwargs)
+                except psycopg.OperationalError:
+                    if not self._may_retry():
+                        raise
+                    log.info("lost the read connection to %s; reconnecting", redact_dsn(self.read_dsn or self.dsn))
+                    return method(self, *args, **kwargs)
             except psycopg.errors.QueryCanceled as exc:
                 raise QueryInterrupted("the call was stopped before it finished (time limit, or cancelled)",
                                        "ask for less: a smaller --depth, a narrower --scope, or a more specific name") from exc
             except psycopg.OperationalError as exc:
+                self._drop_reader()  # the next call connects again
                 raise IndexFileError(
-                    f"lost the connection to PostgreSQL at {redact_dsn(self.dsn)}: {first_line(exc)}",
+                    f"lost the connection to PostgreSQL at {redact_dsn(self._connected_dsn())}: {first_line(exc)}",
                     "check that the server is up, then run the command again",
                 ) from exc
 
@@ -247,67 +173,130 @@ def _lost_connection_is_one_line(cls: type) -> type:
     return cls
 
 
+def connect(dsn: str) -> psycopg.Connection:
+    try:
+        return psycopg.connect(
+            dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS, options=f"-c search_path={SCHEMA},public",
+        )
+    except psycopg.Error as exc:
+        raise IndexFileError(
+            f"cannot connect to PostgreSQL at {redact_dsn(dsn)}: {first_line(exc)}",
+            "check CODEWHERE_DSN (and CODEWHERE_READ_DSN) and that the server is running",
+        ) from exc
+
+
+@dataclass(frozen=True)
+class ReplicaLag:
+    """How far the server that answers reads is behind the primary (None on the primary itself)."""
+
+    server: str  # host:port
+    bytes_behind: int  # WAL the primary has reported and this server has not replayed
+    seconds_since_replay: float | None  # since it last applied a transaction
+
+    @property
+    def lagging(self) -> bool:
+        return self.bytes_behind > 0
+
+    def line(self) -> str:
+        if not self.lagging:
+            return f"answered by replica {self.server}, caught up with the primary"
+        since = "" if self.seconds_since_replay is None else f", last change applied {self.seconds_since_replay:.1f} s ago"
+        return f"answered by replica {self.server}, {self.bytes_behind:,} bytes of WAL behind the primary{since}"
+
+
 @_lost_connection_is_one_line
 class PostgresStore:
-    """Repository `repo` of the codewhere index in a PostgreSQL database."""
+    """Repository `repo` of the codewhere index in a PostgreSQL database.
+
+    Writes go to the primary (`dsn`). With a `read_dsn`, everything else reads there — a replica,
+    or libpq's multi-host list of them — until the store takes the writer lock; from then on it
+    reads its own writes on the primary."""
 
     shared = True
     keywords_bm25 = False  # ts_rank, not bm25: a warm reader leaves keyword search to PostgreSQL
 
-    def __init__(self, dsn: str, repo: str, connection: psycopg.Connection) -> None:
+    def __init__(self, dsn: str, repo: str, connection: psycopg.Connection, read_dsn: str | None = None) -> None:
         self.dsn = dsn
+        self.read_dsn = read_dsn
         self.repo = repo
         self.location = f"{redact_dsn(dsn)} (repository {repo})"
-        self._db = connection
+        self._primary: psycopg.Connection | None = connection if read_dsn is None else None
+        self._reader: psycopg.Connection | None = connection if read_dsn is not None else None
+        self._writing = False  # True once it took the writer's role: then it never reconnects silently
+        self._snapshots = 0  # open read snapshots: a reconnect inside one would mix two states
         self._repo_id: int | None = None
+        self._next_ids: dict[str, int] = {}  # the writer's next row id per table, under the writer lock
         self._ef_search = 0  # the HNSW search breadth this connection has set
 
     # ---- opening -------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, dsn: str, repo: str) -> PostgresStore:
-        try:
-            db = psycopg.connect(
-                dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS,
-                options=f"-c search_path={SCHEMA},public",
-            )
-        except psycopg.Error as exc:
-            raise IndexFileError(
-                f"cannot connect to PostgreSQL at {redact_dsn(dsn)}: {first_line(exc)}",
-                "check CODEWHERE_DSN and that the server is running",
-            ) from exc
-        store = cls(dsn, repo, db)
+    def open(cls, dsn: str, repo: str, read_dsn: str | None = None) -> PostgresStore:
+        store = cls(dsn, repo, connect(read_dsn or dsn), read_dsn)
         store._migrate()
         store._repo_id = store._find_repo_id()
         return store
 
-    def _schema_version(self) -> int:
-        exists = self._db.execute(
+    @property
+    def _db(self) -> psycopg.Connection:
+        """The connection this call uses: the primary once writing (or without a read DSN), else the reader."""
+        if self._writing or not self.read_dsn:
+            if self._primary is None:
+                self._primary = connect(self.dsn)
+            return self._primary
+        if self._reader is None:
+            self._reader = connect(self.read_dsn)
+        return self._reader
+
+    def _connected_dsn(self) -> str:
+        return self.dsn if self._writing or not self.read_dsn else self.read_dsn
+
+    def _may_retry(self) -> bool:
+        """After a lost connection: whether a call may run again on a new one (a reader outside a snapshot)."""
+        if self._writing or self._snapshots:
+            return False
+        self._drop_reader()
+        return True
+
+    def _drop_reader(self) -> None:
+        """Forget a reader's connection (the next call makes a new one); a writer keeps its own."""
+        if self._writing:
+            return
+        db = self._reader if self.read_dsn else self._primary
+        if db is not None:
+            with contextlib.suppress(psycopg.Error):
+                db.close()
+        self._reader = None if self.read_dsn else self._reader
+        self._primary = None if not self.read_dsn else self._primary
+        self._ef_search = 0
+
+    def _schema_version(self, db: psycopg.Connection) -> int:
+        exists = db.execute(
             "SELECT 1 FROM information_schema.tables WHERE table_schema = %s AND table_name = 'settings'", (SCHEMA,)
         ).fetchone()
         if not exists:
             return 0
-        row = self._db.execute("SELECT value FROM settings WHERE key = 'schema_version'").fetchone()
+        row = db.execute("SELECT value FROM settings WHERE key = 'schema_version'").fetchone()
         return int(row[0]) if row else 0
 
     def _migrate(self) -> None:
-        """Bring the schema to SCHEMA_VERSION. A current schema is only read, so searchers can
-        point at a read-only replica."""
-        if self._schema_version() == SCHEMA_VERSION:
+        """Bring the schema to SCHEMA_VERSION, on the primary. A current schema is only read (on
+        the read server where there is one)."""
+        version = self._schema_version(self._db)
+        if version == SCHEMA_VERSION:
             return
-        db = self._db
+        if version > SCHEMA_VERSION:
+            raise self._newer(version)
+        db = self._primary if self._primary is not None else connect(self.dsn)
+        self._primary = db
         with db.transaction():
             db.execute("SELECT pg_advisory_xact_lock(%s, %s)", (LOCK_NAMESPACE, MIGRATION_LOCK))
             db.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
-            version = self._schema_version()  # again: another process may have migrated meanwhile
+            version = self._schema_version(db)  # again: another process may have migrated meanwhile
             if version > SCHEMA_VERSION:
-                raise IndexFileError(
-                    f"the database schema is version {version}, newer than this codewhere ({SCHEMA_VERSION})",
-                    "upgrade codewhere on this machine",
-                )
+                raise self._newer(version)
             for step in range(version, SCHEMA_VERSION):
-                log.info("migrating the codewhere schema to version %d", step + 1)
-                db.execute(MIGRATIONS[step])
+                migrate_step(db, step)
             if version != SCHEMA_VERSION:
                 db.execute(
                     """INSERT INTO settings VALUES('schema_version', %s)
@@ -315,10 +304,17 @@ class PostgresStore:
                     (str(SCHEMA_VERSION),),
                 )
 
-    def _scalar(self, sql: str, params: Sequence[object] = ()) -> Any:
+    @staticmethod
+    def _newer(version: int) -> IndexFileError:
+        return IndexFileError(
+            f"the database schema is version {version}, newer than this codewhere ({SCHEMA_VERSION})",
+            "upgrade codewhere on this machine",
+        )
+
+    def _scalar(self, query: str | sql.Composed, params: Sequence[object] = ()) -> Any:
         """The first column of the first row (the query always returns one)."""
-        row = self._db.execute(sql, params).fetchone()
-        assert row is not None, sql
+        row = self._db.execute(query, params).fetchone()
+        assert row is not None, query
         return row[0]
 
     def _find_repo_id(self) -> int | None:
@@ -326,21 +322,52 @@ class PostgresStore:
         return int(row[0]) if row else None
 
     def _rid(self) -> int:
-        """This repository's id, creating its row on the first write."""
+        """This repository's id, creating its row and its partitions on the first write."""
         if self._repo_id is None:
             self._db.execute("INSERT INTO repos(name) VALUES(%s) ON CONFLICT(name) DO NOTHING", (self.repo,))
             self._repo_id = self._find_repo_id()
-        assert self._repo_id is not None
+            assert self._repo_id is not None
+            create_partitions(self._db, self._repo_id)
         return self._repo_id
 
+    def _new_ids(self, table: str, count: int) -> int:
+        """The first of `count` fresh row ids of `table` in this repository's range. Only its
+        writer (the advisory lock) adds rows, so it counts on from the largest id there."""
+        rid = self._rid()
+        if table not in self._next_ids:
+            largest = self._scalar(sql.SQL("SELECT max(id) FROM {} WHERE repo_id = %s").format(sql.Identifier(table)), (rid,))
+            self._next_ids[table] = first_id(rid) if largest is None else int(largest) + 1
+        start = self._next_ids[table]
+        self._next_ids[table] = start + count
+        return start
+
+    def _delete_rows(self, where: str, params: Sequence[object], tables: Sequence[str] = PARTITIONED) -> None:
+        for table in tables:
+            self._db.execute(sql.SQL("DELETE FROM {} WHERE repo_id = %s AND " + where).format(sql.Identifier(table)),
+                             (self._rid(), *params))
+
     def forget_repository(self) -> None:
-        """Delete everything this repository holds; other repositories stay. Call under the writer lock."""
+        """Delete this repository's rows, its vectors kept for the rebuild that follows (the
+        partitions stay: readers see the old rows until the rebuild commits). Call under the
+        writer lock."""
         with self.transaction():
-            self._db.execute("DELETE FROM repos WHERE id = %s", (self._rid(),))
-            self._repo_id = None
-            self.delete_orphan_vectors()
-            if not self._db.execute("SELECT 1 FROM repos LIMIT 1").fetchone():
-                self._db.execute("DELETE FROM settings WHERE key = ANY(%s)", (list(MODEL_KEYS),))
+            self._delete_rows("TRUE", (), [t for t in PARTITIONED if t != "embeddings"])
+            self._db.execute("DELETE FROM repo_meta WHERE repo_id = %s", (self._rid(),))
+
+    def drop_repository(self) -> bool:
+        """Remove this repository: its row, then its partitions (detached concurrently, so searches
+        of the others go on), and partitions a stopped drop left. False when there was none."""
+        self._writing = True
+        rid = self._find_repo_id()
+        if rid is not None:
+            with self._db.transaction():
+                self._db.execute("DELETE FROM repos WHERE id = %s", (rid,))
+                if not self._db.execute("SELECT 1 FROM repos LIMIT 1").fetchone():
+                    self._db.execute("DELETE FROM settings WHERE key = ANY(%s)", (list(MODEL_KEYS),))
+        self._repo_id = None
+        for orphan in orphan_partitions(self._db):
+            drop_partitions(self._db, orphan)
+        return rid is not None
 
     @contextmanager
     def rebuilding(self) -> Iterator[PostgresStore]:
@@ -352,10 +379,12 @@ class PostgresStore:
                 self.forget_repository()
                 yield self
         finally:
+            self._next_ids.clear()  # what the rolled-back or committed rows used is read again
             self._repo_id = self._find_repo_id()
 
     def close(self) -> None:
-        self._db.close()
+        for db in {id(c): c for c in (self._primary, self._reader) if c is not None}.values():
+            db.close()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -366,8 +395,10 @@ class PostgresStore:
 
     @contextmanager
     def writer_lock(self, wait_seconds: float) -> Iterator[None]:
-        """An advisory lock per repository: one indexer at a time, any number of readers."""
-        # by name, not id: a rebuild gives the repository a new id while the lock is held
+        """An advisory lock per repository: one indexer at a time, any number of readers. From
+        here on the store works on the primary."""
+        self._writing = True
+        # by name, not id: the first indexer of a repository takes it before the repository has a row
         key = (LOCK_NAMESPACE, zlib.crc32(self.repo.encode()) & 0x7FFFFFFF | 1)
         deadline = time.monotonic() + wait_seconds
         while not self._scalar("SELECT pg_try_advisory_lock(%s, %s)", key):
@@ -379,9 +410,36 @@ class PostgresStore:
             time.sleep(0.05)
         try:
             self._repo_id = self._find_repo_id()  # another indexer may have created or rebuilt it
+            self._next_ids.clear()
             yield
         finally:
+            self._next_ids.clear()
             self._db.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+
+    # ---- replicas ------------------------------------------------------------------------
+
+    def replica_lag(self) -> ReplicaLag | None:
+        """Where reads come from and how far behind the primary it is; None on the primary."""
+        db = self._db
+        row = db.execute(
+            """SELECT pg_is_in_recovery(),
+                      (SELECT pg_wal_lsn_diff(latest_end_lsn, pg_last_wal_replay_lsn()) FROM pg_stat_wal_receiver),
+                      extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp())"""
+        ).fetchone()
+        if not row or not row[0]:
+            return None
+        behind = max(0, int(row[1] or 0))
+        return ReplicaLag(f"{db.info.host}:{db.info.port}", behind, None if row[2] is None else float(row[2]))
+
+    def primary_generation(self) -> tuple[int | None, int | None]:
+        """(this repository's write count on the server that answers reads, on the primary)."""
+        query = "SELECT generation FROM repos WHERE name = %s"
+        here = self._db.execute(query, (self.repo,)).fetchone()
+        if self._writing or not self.read_dsn:
+            return (int(here[0]) if here else None,) * 2
+        with connect(self.dsn) as primary:
+            there = primary.execute(query, (self.repo,)).fetchone()
+        return (int(here[0]) if here else None, int(there[0]) if there else None)
 
     # ---- meta ----------------------------------------------------------------------------
 
@@ -408,6 +466,7 @@ class PostgresStore:
 
     def bind_model(self, info: ModelInfo) -> None:
         """Record the database's model and size its vector column; the caller checked for a mismatch."""
+        self._writing = True
         with self.transaction():
             self._db.execute("LOCK TABLE embeddings IN ACCESS EXCLUSIVE MODE")
             if self.model() is not None:
@@ -417,11 +476,7 @@ class PostgresStore:
                 [("model_id", info.id), ("model_dim", str(info.dim)), ("model_fingerprint", info.fingerprint)],
             )
             self._db.execute("TRUNCATE embeddings")
-            self._db.execute("DROP INDEX IF EXISTS embeddings_hnsw")
-            self._db.execute(
-                sql.SQL("ALTER TABLE embeddings ALTER COLUMN embedding TYPE vector({})").format(sql.Literal(int(info.dim)))
-            )
-            self._db.execute("CREATE INDEX embeddings_hnsw ON embeddings USING hnsw (embedding vector_cosine_ops)")
+            size_vector_column(self._db, int(info.dim))
 
     # ---- writing files and chunks (call inside transaction()) ----------------------------
 
@@ -446,41 +501,42 @@ class PostgresStore:
         if self._repo_id is None:
             return set()
         return {h for (h,) in self._db.execute(
-            """SELECT DISTINCT c.content_hash FROM chunks c JOIN files f ON f.id = c.file_id
-               WHERE f.repo_id = %s AND f.path = ANY(%s)""",
-            (self._repo_id, list(paths)),
+            """SELECT DISTINCT c.content_hash FROM chunks c JOIN files f ON f.repo_id = c.repo_id AND f.id = c.file_id
+               WHERE f.repo_id = %s AND c.repo_id = %s AND f.path = ANY(%s)""",
+            (self._repo_id, self._repo_id, list(paths)),
         )}
 
     def symbols_in(self, paths: Sequence[str]) -> list[SymbolRef]:
         if self._repo_id is None:
             return []
         return [SymbolRef(*r) for r in self._db.execute(
-            """SELECT s.id, s.file_id, s.name, s.kind, s.parent FROM symbols s JOIN files f ON f.id = s.file_id
-               WHERE f.repo_id = %s AND f.path = ANY(%s)""",
-            (self._repo_id, list(paths)),
+            """SELECT s.id, s.file_id, s.name, s.kind, s.parent FROM symbols s JOIN files f ON f.repo_id = s.repo_id AND f.id = s.file_id
+               WHERE f.repo_id = %s AND s.repo_id = %s AND f.path = ANY(%s)""",
+            (self._repo_id, self._repo_id, list(paths)),
         )]
 
     def move_edge_targets(self, moves: Sequence[tuple[int, int]]) -> None:
         with self._db.cursor() as cur:
             cur.executemany("UPDATE edges SET target_id = %s WHERE repo_id = %s AND target_id = %s",
                             [(new, self._repo_id, old) for old, new in moves])
+
     def _upsert_file(self, record: FileRecord, digest: str | None, skip: SkipReason | None) -> int:
+        rid = self._rid()
         row = self._db.execute(
-            """INSERT INTO files(repo_id, path, size, mtime_ns, hash, kind, language, skip_reason)
-               VALUES(%s, %s, %s, %s, %s, %s, %s, %s)
+            """INSERT INTO files(repo_id, id, path, size, mtime_ns, hash, kind, language, skip_reason)
+               VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s)
                ON CONFLICT(repo_id, path) DO UPDATE SET size=excluded.size, mtime_ns=excluded.mtime_ns,
                  hash=excluded.hash, kind=excluded.kind, language=excluded.language, skip_reason=excluded.skip_reason
                RETURNING id""",
-            (self._rid(), record.path, record.size, record.mtime_ns, digest, record.kind.value, record.language,
-             skip.value if skip else None),
+            (rid, self._new_ids("files", 1), record.path, record.size, record.mtime_ns, digest, record.kind.value,
+             record.language, skip.value if skip else None),
         ).fetchone()
         assert row is not None
         return int(row[0])
 
-    def _delete_content_of(self, file_id: int) -> None:
-        for table in ("chunks", "edges", "symbols"):  # definitions go with their chunks
-            self._db.execute(sql.SQL("DELETE FROM {} WHERE file_id = %s").format(sql.Identifier(table)), (file_id,))
-        self._db.execute("UPDATE files SET fts = NULL WHERE id = %s", (file_id,))
+    def _delete_content_of(self, file_ids: Sequence[int]) -> None:
+        self._delete_rows("file_id = ANY(%s)", (list(file_ids),), ("chunks", "definitions", "edges", "symbols"))
+        self._db.execute("UPDATE files SET fts = NULL WHERE repo_id = %s AND id = ANY(%s)", (self._rid(), list(file_ids)))
 
     def replace_file(
         self,
@@ -495,67 +551,60 @@ class PostgresStore:
     ) -> list[int]:
         file_id = self._upsert_file(record, digest, None)
         rid = self._rid()
-        self._delete_content_of(file_id)
+        self._delete_content_of([file_id])
         if fts_rows:
             self._db.execute(
                 """UPDATE files SET fts = setweight(to_tsvector('simple', %s), 'B') || setweight(to_tsvector('simple', %s), 'A')
-                   WHERE id = %s""",
-                (fts_rows[0][0], " ".join(body for _, body in fts_rows)[:FILE_FTS_CHARS], file_id),
+                   WHERE repo_id = %s AND id = %s""",
+                (fts_rows[0][0], " ".join(body for _, body in fts_rows)[:FILE_FTS_CHARS], rid, file_id),
             )
         with self._db.cursor() as cur:
-            ids: list[int] = []
+            first = self._new_ids("chunks", len(chunks))
+            ids = list(range(first, first + len(chunks)))
             if chunks:
                 cur.executemany(
-                    """INSERT INTO chunks(file_id, repo_id, start_line, end_line, content_hash, text, embed_text, mentions,
+                    """INSERT INTO chunks(repo_id, id, file_id, start_line, end_line, content_hash, text, embed_text, mentions,
                                          unit_start, unit_end, unit_name, fts)
-                       VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
-                         setweight(to_tsvector('simple', %s), 'B') || setweight(to_tsvector('simple', %s), 'A'))
-                       RETURNING id""",
-                    [(file_id, rid, c.start_line, c.end_line, c.content_hash, c.text, c.embed_text if c.embed else None,
+                       VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+                         setweight(to_tsvector('simple', %s), 'B') || setweight(to_tsvector('simple', %s), 'A'))""",
+                    [(rid, cid, file_id, c.start_line, c.end_line, c.content_hash, c.text, c.embed_text if c.embed else None,
                       " ".join(c.mentions) or None, *unit_columns(c.unit), path_tokens, body_tokens)
-                     for c, (path_tokens, body_tokens) in zip(chunks, fts_rows, strict=True)],
-                    returning=True,
+                     for cid, c, (path_tokens, body_tokens) in zip(ids, chunks, fts_rows, strict=True)],
                 )
-                for _ in chunks:
-                    row = cur.fetchone()
-                    assert row is not None
-                    ids.append(int(row[0]))
-                    cur.nextset()
-            definitions = [(cid, key, spelled) for cid, c in zip(ids, chunks, strict=True)
+            definitions = [(rid, cid, file_id, key, spelled) for cid, c in zip(ids, chunks, strict=True)
                            for key, spelled in definition_rows(c.defines)]
             if definitions:
-                cur.executemany("INSERT INTO definitions(chunk_id, name, spelled) VALUES(%s, %s, %s)", definitions)
+                cur.executemany("INSERT INTO definitions(repo_id, chunk_id, file_id, name, spelled) VALUES(%s, %s, %s, %s, %s)",
+                                definitions)
             chunk_of = smallest_chunk_by_line([(cid, c.start_line, c.end_line) for cid, c in zip(ids, chunks, strict=True)])
             symbol_ids: dict[str, int] = {}
             if symbols:
+                first_symbol = self._new_ids("symbols", len(symbols))
                 cur.executemany(
-                    """INSERT INTO symbols(file_id, repo_id, name, name_key, qualified_name, kind, start_line, end_line,
+                    """INSERT INTO symbols(repo_id, id, file_id, name, name_key, qualified_name, kind, start_line, end_line,
                          signature, doc, decorators, parent, split, chunk_id, fts)
-                       VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+                       VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
                          setweight(to_tsvector('simple', %s), 'A') || setweight(to_tsvector('simple', %s), 'B')
-                         || setweight(to_tsvector('simple', %s), 'C'))
-                       RETURNING id""",
-                    [(file_id, rid, s.name, key, s.qualified_name, s.kind, s.start_line, s.end_line, s.signature, s.doc,
-                      "\n".join(s.decorators), s.parent, split, chunk_of.get(s.start_line), key, split, qualified)
-                     for s, (key, split, qualified) in zip(symbols, symbol_fts_rows, strict=True)],
-                    returning=True,
+                         || setweight(to_tsvector('simple', %s), 'C'))""",
+                    [(rid, first_symbol + n, file_id, s.name, key, s.qualified_name, s.kind, s.start_line, s.end_line,
+                      s.signature, s.doc, "\n".join(s.decorators), s.parent, split, chunk_of.get(s.start_line), key, split,
+                      qualified)
+                     for n, (s, (key, split, qualified)) in enumerate(zip(symbols, symbol_fts_rows, strict=True))],
                 )
-                for symbol in symbols:
-                    row = cur.fetchone()
-                    assert row is not None
-                    symbol_ids.setdefault(symbol.qualified_name, int(row[0]))
-                    cur.nextset()
+                for n, symbol in enumerate(symbols):
+                    symbol_ids.setdefault(symbol.qualified_name, first_symbol + n)
             if edges:
+                first_edge = self._new_ids("edges", len(edges))
                 cur.executemany(
-                    """INSERT INTO edges(file_id, repo_id, kind, source_id, target_name, line, chunk_id)
-                       VALUES(%s, %s, %s, %s, %s, %s, %s)""",
-                    [(file_id, rid, e.kind.value, symbol_ids.get(e.source), e.target, e.line, chunk_of.get(e.line))
-                     for e in edges],
+                    """INSERT INTO edges(repo_id, id, file_id, kind, source_id, target_name, line, chunk_id)
+                       VALUES(%s, %s, %s, %s, %s, %s, %s, %s)""",
+                    [(rid, first_edge + n, file_id, e.kind.value, symbol_ids.get(e.source), e.target, e.line,
+                      chunk_of.get(e.line)) for n, e in enumerate(edges)],
                 )
         return ids
 
     def record_skipped_file(self, record: FileRecord, reason: SkipReason) -> None:
-        self._delete_content_of(self._upsert_file(record, None, reason))
+        self._delete_content_of([self._upsert_file(record, None, reason)])
 
     def update_file_stat(self, path: str, size: int, mtime_ns: int) -> None:
         self._db.execute(
@@ -563,7 +612,10 @@ class PostgresStore:
         )
 
     def delete_files(self, paths: Iterable[str]) -> None:
-        self._db.execute("DELETE FROM files WHERE repo_id = %s AND path = ANY(%s)", (self._rid(), list(paths)))
+        ids = [int(r[0]) for r in self._db.execute(
+            "DELETE FROM files WHERE repo_id = %s AND path = ANY(%s) RETURNING id", (self._rid(), list(paths)))]
+        if ids:
+            self._delete_content_of(ids)
 
     def forget_contents(self, paths: Sequence[str]) -> None:
         """Nothing ahead: `replace_file` replaces a file's rows as it writes them, and no keyword
@@ -573,7 +625,7 @@ class PostgresStore:
         """Nothing to prepare: PostgreSQL's keyword index has no compact form."""
 
     def clear_files(self) -> None:
-        self._db.execute("DELETE FROM files WHERE repo_id = %s", (self._rid(),))
+        self._delete_rows("TRUE", (), [t for t in PARTITIONED if t != "embeddings"])
 
     # ---- vectors -------------------------------------------------------------------------
 
@@ -583,7 +635,7 @@ class PostgresStore:
         rows = self._db.execute(
             """SELECT c.id, c.content_hash, c.embed_text FROM chunks c
                WHERE c.repo_id = %s AND c.id > %s AND c.embed_text IS NOT NULL
-                 AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)
+                 AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.repo_id = c.repo_id AND e.content_hash = c.content_hash)
                ORDER BY c.id LIMIT %s""",
             (self._repo_id, after_id, limit),
         )
@@ -594,23 +646,28 @@ class PostgresStore:
             return 0
         row = self._db.execute(
             """SELECT count(*) FROM chunks c WHERE c.repo_id = %s AND c.id > %s AND c.embed_text IS NOT NULL
-                 AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.content_hash = c.content_hash)""",
+                 AND NOT EXISTS (SELECT 1 FROM embeddings e WHERE e.repo_id = c.repo_id AND e.content_hash = c.content_hash)""",
             (self._repo_id, after_id),
         ).fetchone()
         return int(row[0]) if row else 0
 
     def add_vectors(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        rid = self._rid()
         with self._db.cursor() as cur:
             cur.executemany(
-                # another repository's indexer may have embedded the same text a moment ago
-                "INSERT INTO embeddings(content_hash, embedding) VALUES(%s, %s::vector) ON CONFLICT(content_hash) DO NOTHING",
-                [(h, _vector_literal(v)) for h, v in zip(hashes, vectors, strict=True)],
+                # a text written twice in one batch is embedded once, but may come twice
+                """INSERT INTO embeddings(repo_id, content_hash, embedding) VALUES(%s, %s, %s::vector)
+                   ON CONFLICT(repo_id, content_hash) DO NOTHING""",
+                [(rid, h, _vector_literal(v)) for h, v in zip(hashes, vectors, strict=True)],
             )
 
     def delete_orphan_vectors(self, among: Sequence[str] | None = None) -> int:
-        sql = "DELETE FROM embeddings e WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)"
-        cur = self._db.execute(sql) if among is None else self._db.execute(
-            sql + " AND e.content_hash = ANY(%s)", (sorted(among),)
+        if self._repo_id is None:
+            return 0
+        sql = """DELETE FROM embeddings e WHERE e.repo_id = %s
+                   AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.repo_id = e.repo_id AND c.content_hash = e.content_hash)"""
+        cur = self._db.execute(sql, (self._repo_id,)) if among is None else self._db.execute(
+            sql + " AND e.content_hash = ANY(%s)", (self._repo_id, sorted(among))
         )
         return cur.rowcount
 
@@ -619,8 +676,8 @@ class PostgresStore:
         if self._repo_id is None:
             return 0
         row = self._db.execute(
-            """SELECT count(*) FROM embeddings e
-               WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.repo_id = %s AND c.content_hash = e.content_hash)""",
+            """SELECT count(*) FROM embeddings e WHERE e.repo_id = %s
+               AND EXISTS (SELECT 1 FROM chunks c WHERE c.repo_id = e.repo_id AND c.content_hash = e.content_hash)""",
             (self._repo_id,),
         ).fetchone()
         return int(row[0]) if row else 0
@@ -630,7 +687,8 @@ class PostgresStore:
         when filters leave too few of its rows, an exact scan of the filtered chunks. (Before a
         model is bound the table is empty, and so is the answer.)"""
         literal = _vector_literal(query)
-        where, params = self._filter(filters)
+        where, params = self._filter(filters, "c", "f")
+        among, repos = self._filter(Filters(repos=filters.repos), "embeddings")  # an unscoped search reads every partition
         fetch = limit if filters.is_empty() else limit * HNSW_OVERFETCH
         try:
             ef_search = max(100, min(fetch, 1000))
@@ -638,18 +696,21 @@ class PostgresStore:
                 self._db.execute("SELECT set_config('hnsw.ef_search', %s, false)", (str(ef_search),))
                 self._ef_search = ef_search
             rows = self._db.execute(
-                f"""WITH knn AS (SELECT content_hash, embedding <=> %s::vector AS distance FROM embeddings
-                                 ORDER BY embedding <=> %s::vector LIMIT %s)
-                    SELECT c.id, knn.distance FROM knn JOIN chunks c ON c.content_hash = knn.content_hash
-                    JOIN files f ON f.id = c.file_id WHERE TRUE {where} ORDER BY knn.distance, c.id LIMIT %s""",
-                (literal, literal, fetch, *params, limit),
+                f"""WITH knn AS (SELECT repo_id, content_hash, embedding <=> %s::vector AS distance FROM embeddings
+                                 WHERE TRUE {among} ORDER BY embedding <=> %s::vector LIMIT %s)
+                    SELECT c.id, knn.distance FROM knn
+                    JOIN chunks c ON c.repo_id = knn.repo_id AND c.content_hash = knn.content_hash
+                    JOIN files f ON f.repo_id = c.repo_id AND f.id = c.file_id WHERE TRUE {where}
+                    ORDER BY knn.distance, c.id LIMIT %s""",
+                (literal, *repos, literal, fetch, *params, limit),
             ).fetchall()
             if len(rows) < limit and not filters.is_empty():
                 rows = self._db.execute(
                     f"""SELECT c.id, e.embedding <=> %s::vector AS distance FROM chunks c
-                        JOIN files f ON f.id = c.file_id JOIN embeddings e ON e.content_hash = c.content_hash
-                        WHERE TRUE {where} ORDER BY distance, c.id LIMIT %s""",
-                    (literal, *params, limit),
+                        JOIN files f ON f.repo_id = c.repo_id AND f.id = c.file_id
+                        JOIN embeddings e ON e.repo_id = c.repo_id AND e.content_hash = c.content_hash
+                        WHERE TRUE {where} {among.replace("embeddings.", "e.")} ORDER BY distance, c.id LIMIT %s""",
+                    (literal, *params, *repos, limit),
                 ).fetchall()
         except psycopg.errors.DataException as exc:
             raise ModelError(f"vector search failed ({exc})", "run `codewhere index --rebuild`") from exc
@@ -662,7 +723,8 @@ class PostgresStore:
     ) -> tuple[list[EdgeRow], list[SymbolRef], set[tuple[int, str]]]:
         rid = self._repo_id
         edge_sql = f"""SELECT e.id, e.file_id, e.kind, e.target_name, coalesce(s.parent, '')
-                       FROM edges e LEFT JOIN symbols s ON s.id = e.source_id WHERE e.repo_id = %s AND NOT {KEPT_PRECISE}"""
+                       FROM edges e LEFT JOIN symbols s ON s.repo_id = e.repo_id AND s.id = e.source_id
+                       WHERE e.repo_id = %s AND NOT {KEPT_PRECISE}"""
         if names is None:
             edges = [EdgeRow(*r) for r in self._db.execute(edge_sql, (rid,))]
             symbols = [SymbolRef(*r) for r in self._db.execute(
@@ -688,7 +750,7 @@ class PostgresStore:
         return edges, symbols, imported
 
     def edge_sites(self, paths: Sequence[str] | None = None) -> list[EdgeSite]:
-        sql = """SELECT e.id, f.path, e.line, e.target_name, e.kind FROM edges e JOIN files f ON f.id = e.file_id
+        sql = """SELECT e.id, f.path, e.line, e.target_name, e.kind FROM edges e JOIN files f ON f.repo_id = e.repo_id AND f.id = e.file_id
                  WHERE e.repo_id = %s"""
         if paths is None:
             return [EdgeSite(int(r[0]), r[1], int(r[2]), r[3], r[4]) for r in self._db.execute(sql, (self._repo_id,))]
@@ -699,16 +761,16 @@ class PostgresStore:
         return [(EdgeSite(int(r[0]), r[1], int(r[2]), r[3], r[4]), None if r[5] is None else int(r[5]), r[6])
                 for r in self._db.execute(
             """SELECT e.id, f.path, e.line, e.target_name, e.kind, e.target_id, e.resolution
-               FROM edges e JOIN files f ON f.id = e.file_id WHERE e.repo_id = %s""", (self._repo_id,))]
+               FROM edges e JOIN files f ON f.repo_id = e.repo_id AND f.id = e.file_id WHERE e.repo_id = %s""", (self._repo_id,))]
 
     def resolution_counts(self, resolution: str) -> dict[str, int]:
         return {r[0]: int(r[1]) for r in self._db.execute(
-            """SELECT f.path, count(*) FROM edges e JOIN files f ON f.id = e.file_id
+            """SELECT f.path, count(*) FROM edges e JOIN files f ON f.repo_id = e.repo_id AND f.id = e.file_id
                WHERE e.repo_id = %s AND e.resolution = %s GROUP BY f.path""", (self._repo_id, resolution))}
 
     def symbol_spans(self, paths: Sequence[str]) -> list[SymbolSpan]:
         return [SymbolSpan(int(r[0]), r[1], r[2], int(r[3]), int(r[4])) for r in self._db.execute(
-            """SELECT s.id, f.path, s.name, s.start_line, s.end_line FROM symbols s JOIN files f ON f.id = s.file_id
+            """SELECT s.id, f.path, s.name, s.start_line, s.end_line FROM symbols s JOIN files f ON f.repo_id = s.repo_id AND f.id = s.file_id
                WHERE s.repo_id = %s AND f.path = ANY(%s)""", (self._repo_id, list(paths)))]
 
     def set_edge_targets(self, rows: Iterable[tuple[int, int | None, str]]) -> None:
@@ -721,11 +783,13 @@ class PostgresStore:
                 copy.write_row((edge_id, target, resolution))
         db.execute(
             """UPDATE edges e SET target_id = t.target_id, resolution = t.resolution FROM edge_targets t
-               WHERE e.id = t.id AND (e.target_id IS DISTINCT FROM t.target_id OR e.resolution <> t.resolution)"""
+               WHERE e.repo_id = %s AND e.id = t.id AND (e.target_id IS DISTINCT FROM t.target_id OR e.resolution <> t.resolution)""",
+            (self._rid(),),
         )
 
     def _symbol_rows(self, where: str, params: Sequence[object]) -> list[SymbolRow]:
-        query = f"SELECT {_SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.repo_id = %s AND {where}"
+        query = f"""SELECT {_SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.repo_id = s.repo_id AND f.id = s.file_id
+                     WHERE s.repo_id = %s AND {where}"""
         return [SymbolRow(*r) for r in self._db.execute(query, (self._repo_id, *params))]
 
     def symbols_named(self, name: str) -> list[SymbolRow]:
@@ -746,8 +810,9 @@ class PostgresStore:
     def symbols_by_id(self, ids: Sequence[int]) -> dict[int, SymbolRow]:
         if not ids:
             return {}
-        query = f"SELECT {_SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.id = ANY(%s)"
-        return {r.id: r for r in (SymbolRow(*row) for row in self._db.execute(query, (list(ids),)))}
+        query = f"""SELECT {_SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.repo_id = s.repo_id AND f.id = s.file_id
+                     WHERE s.repo_id = ANY(%s) AND s.id = ANY(%s)"""
+        return {r.id: r for r in (SymbolRow(*row) for row in self._db.execute(query, (repositories_of(ids), list(ids))))}
 
     def outline(self, path: str) -> list[SymbolRow]:
         return self._symbol_rows("f.path = %s ORDER BY s.start_line, s.end_line DESC", (path,))
@@ -765,14 +830,15 @@ class PostgresStore:
         )
 
     def _edge_hits(self, where: str, params: Sequence[object]) -> list[EdgeHit]:
-        query = f"SELECT {_EDGE_COLUMNS} FROM edges e JOIN files f ON f.id = e.file_id WHERE {where}"
+        query = f"SELECT {_EDGE_COLUMNS} FROM edges e JOIN files f ON f.repo_id = e.repo_id AND f.id = e.file_id WHERE {where}"
         return [EdgeHit(*r) for r in self._db.execute(query, params)]
 
     def edges_to(self, symbol_ids: Sequence[int], kinds: Sequence[str]) -> list[EdgeHit]:
         if not symbol_ids:
             return []
         return self._edge_hits(
-            "e.target_id = ANY(%s) AND e.kind = ANY(%s) ORDER BY f.path, e.line", (list(symbol_ids), list(kinds))
+            "e.repo_id = ANY(%s) AND e.target_id = ANY(%s) AND e.kind = ANY(%s) ORDER BY f.path, e.line",
+            (repositories_of(symbol_ids), list(symbol_ids), list(kinds)),
         )
 
     def unresolved_edges_named(self, name: str, kinds: Sequence[str]) -> list[EdgeHit]:
@@ -783,10 +849,12 @@ class PostgresStore:
         )
 
     def edges_from(self, symbol_id: int, kinds: Sequence[str]) -> list[EdgeHit]:
-        return self._edge_hits("e.source_id = %s AND e.kind = ANY(%s) ORDER BY e.line", (symbol_id, list(kinds)))
+        return self._edge_hits("e.repo_id = %s AND e.source_id = %s AND e.kind = ANY(%s) ORDER BY e.line",
+                               (*repositories_of([symbol_id]), symbol_id, list(kinds)))
 
     def edge_sources(self, target_ids: Sequence[int], kinds: Sequence[str]) -> list[EdgeSource]:
-        rows = self._db.execute(_EDGE_SOURCES_SQL, {"targets": list(target_ids), "kinds": list(kinds)})
+        rows = self._db.execute(_EDGE_SOURCES_SQL, {"repos": repositories_of(target_ids), "targets": list(target_ids),
+                                                    "kinds": list(kinds)})
         return [EdgeSource(int(r[0]), r[1], r[2], int(r[3]), r[4], int(r[5])) for r in rows]
 
     def interrupt(self) -> None:
@@ -800,9 +868,9 @@ class PostgresStore:
         ).fetchall())
         per_language: dict[str, dict[str, dict[str, int]]] = {}
         for language, kind, resolution, n in self._db.execute(
-            """SELECT f.language, e.kind, e.resolution, count(*) FROM edges e JOIN files f ON f.id = e.file_id
-               WHERE e.repo_id = %s GROUP BY 1, 2, 3""",
-            (rid,),
+            """SELECT f.language, e.kind, e.resolution, count(*) FROM edges e JOIN files f ON f.repo_id = e.repo_id AND f.id = e.file_id
+               WHERE e.repo_id = %s AND f.repo_id = %s GROUP BY 1, 2, 3""",
+            (rid, rid),
         ):
             per_language.setdefault(language, {}).setdefault(kind, {})[resolution] = n
         symbols: dict[str, int] = dict(self._db.execute("SELECT kind, count(*) FROM symbols WHERE repo_id = %s GROUP BY 1", (rid,)).fetchall())
@@ -810,12 +878,19 @@ class PostgresStore:
 
     # ---- reading for search (every repository unless filters name some) ------------------
 
-    def _filter(self, filters: Filters) -> tuple[str, list[object]]:
+    def _repo_ids(self, names: Sequence[str]) -> list[int]:
+        return [int(r[0]) for r in self._db.execute("SELECT id FROM repos WHERE name = ANY(%s)", (list(names),))]
+
+    def _filter(self, filters: Filters, *partitioned: str) -> tuple[str, list[object]]:
+        """The filters as SQL over files `f`; a repository filter goes on each table in `partitioned`
+        (default `f`) as ids, so the planner reads only those repositories' partitions."""
         clauses: list[str] = []
         params: list[object] = []
         if filters.repos:
-            clauses.append("f.repo_id IN (SELECT id FROM repos WHERE name = ANY(%s))")
-            params.append(list(filters.repos))
+            ids = self._repo_ids(filters.repos)
+            for alias in partitioned or ("f",):
+                clauses.append(f"{alias}.repo_id = ANY(%s)")
+                params.append(ids)
         if filters.scopes:
             ors = []
             for scope in filters.scopes:
@@ -830,8 +905,8 @@ class PostgresStore:
 
     def keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> list[tuple[int, float]]:
         rows = self._ranked(query, limit, filters, f"""SELECT c.id, ts_rank(%s::float4[], c.fts, q, {RANK_NORMALISATION}) AS score
-            FROM chunks c JOIN files f ON f.id = c.file_id, to_tsquery('simple', %s) q
-            WHERE c.fts @@ q {{where}} ORDER BY score DESC, c.id LIMIT %s""")
+            FROM chunks c JOIN files f ON f.repo_id = c.repo_id AND f.id = c.file_id, to_tsquery('simple', %s) q
+            WHERE c.fts @@ q {{where}} ORDER BY score DESC, c.id LIMIT %s""", "c", "f")
         return [(int(i), float(s)) for i, s in rows]
 
     def file_keyword_search(self, query: TermQuery, limit: int, filters: Filters) -> dict[tuple[str, str], float]:
@@ -840,13 +915,13 @@ class PostgresStore:
             WHERE f.fts @@ q {{where}} ORDER BY score DESC, f.id LIMIT %s""")
         return {(str(repo), str(path)): float(score) for repo, path, score in rows}
 
-    def _ranked(self, query: TermQuery, limit: int, filters: Filters, sql: str) -> list[Any]:
+    def _ranked(self, query: TermQuery, limit: int, filters: Filters, sql: str, *partitioned: str) -> list[Any]:
         """The rows of a text-search query (`{where}` takes the filter's clauses), given the
         weights of D, C, B (path) and A (text), the query and the limit; none without terms."""
         text = tsquery_text(query)
         if not text:
             return []
-        where, params = self._filter(filters)
+        where, params = self._filter(filters, *partitioned)
         try:
             return self._db.execute(sql.format(where=where), ([0.0, 0.1, *query.field_weights], text, *params, limit)).fetchall()
         except psycopg.errors.SyntaxError as exc:
@@ -855,8 +930,9 @@ class PostgresStore:
     def chunk_rows(self, ids: Sequence[int], filters: Filters) -> dict[int, ChunkRow]:
         if not ids:
             return {}
-        where, params = self._filter(filters)
-        rows = self._db.execute(f"{_CHUNK_ROW_SQL} WHERE c.id = ANY(%s) {where}", (*_CHUNK_ROW_PARAMS, list(ids), *params))
+        where, params = self._filter(filters, "c", "f")
+        rows = self._db.execute(f"{_CHUNK_ROW_SQL} WHERE c.repo_id = ANY(%s) AND c.id = ANY(%s) {where}",
+                                (*_CHUNK_ROW_PARAMS, repositories_of(ids), list(ids), *params))
         return {int(row[0]): chunk_row(row) for row in rows}
 
     # ---- what a warm reader reads (store/warm.py): every repository's chunks ----------------
@@ -866,36 +942,43 @@ class PostgresStore:
 
     @contextmanager
     def read_snapshot(self) -> Iterator[None]:
-        with self._db.transaction():
-            self._db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            yield
+        self._snapshots += 1
+        try:
+            with self._db.transaction():
+                self._db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                yield
+        finally:
+            self._snapshots -= 1
 
     def file_chunk_ranges(self) -> dict[int, tuple[object, ...]]:
         rows = self._db.execute("""SELECT f.id, f.path, f.hash, f.kind, f.language, min(c.id), max(c.id), count(*)
-                                   FROM files f JOIN chunks c ON c.file_id = f.id GROUP BY f.id""")
+                                   FROM files f JOIN chunks c ON c.repo_id = f.repo_id AND c.file_id = f.id
+                                   GROUP BY f.repo_id, f.id""")
         return {int(file_id): tuple(held) for file_id, *held in rows}
 
     def rows_of_files(self, file_ids: Sequence[int] | None) -> Iterator[tuple[int, ChunkRow]]:
-        where, params = ("", ()) if file_ids is None else ("WHERE c.file_id = ANY(%s)", (list(file_ids),))
+        where, params = ("", ()) if file_ids is None else (
+            "WHERE c.repo_id = ANY(%s) AND c.file_id = ANY(%s)", (repositories_of(file_ids), list(file_ids)))
         for row in self._db.execute(f"{_CHUNK_ROW_SQL} {where}", (*_CHUNK_ROW_PARAMS, *params)):
             yield int(row[-1]), chunk_row(row)
 
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
         if not chunk_ids:
             return {}
-        return targets_with_resolution(self._db.execute(f"{_CALL_TARGETS_SQL} AND e.chunk_id = ANY(%s)", (list(chunk_ids),)))
+        return targets_with_resolution(self._db.execute(f"{_CALL_TARGETS_SQL} AND e.repo_id = ANY(%s) AND e.chunk_id = ANY(%s)",
+                                                        (repositories_of(chunk_ids), list(chunk_ids))))
 
     def chunks_defining_names(
         self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()
     ) -> dict[str, list[int]]:
         if not names:
             return {}
-        where, params = self._filter(filters)
+        where, params = self._filter(filters, "d", "c", "f")
         keys = spelled_keys(names, spelled)
         exact = "AND (d.name <> ALL(%s) OR d.spelled = ANY(%s))" if keys else ""
         rows = self._db.execute(
-            f"""SELECT DISTINCT d.name, c.id FROM definitions d JOIN chunks c ON c.id = d.chunk_id
-                JOIN files f ON f.id = c.file_id WHERE d.name = ANY(%s) {exact} {where} ORDER BY c.id""",
+            f"""SELECT DISTINCT d.name, c.id FROM definitions d JOIN chunks c ON c.repo_id = d.repo_id AND c.id = d.chunk_id
+                JOIN files f ON f.repo_id = c.repo_id AND f.id = c.file_id WHERE d.name = ANY(%s) {exact} {where} ORDER BY c.id""",
             (list(names), *([keys, list(spelled)] if keys else []), *params),
         )
         return grouped(rows)
@@ -904,8 +987,8 @@ class PostgresStore:
         row = self._db.execute(
             # an empty embedding text was embedded by a worker and not kept (reading.py)
             """SELECT c.id, coalesce(nullif(c.embed_text, ''), f.path || chr(10) || c.text),
-                      (SELECT e.embedding::text FROM embeddings e WHERE e.content_hash = c.content_hash) FROM chunks c
-               JOIN files f ON f.id = c.file_id
+                      (SELECT e.embedding::text FROM embeddings e WHERE e.repo_id = c.repo_id AND e.content_hash = c.content_hash)
+               FROM chunks c JOIN files f ON f.repo_id = c.repo_id AND f.id = c.file_id
                WHERE f.repo_id = %s AND f.path = %s AND c.start_line <= %s AND c.end_line >= %s
                ORDER BY c.end_line - c.start_line LIMIT 1""",
             (self._repo_id, path, line, line),
@@ -916,9 +999,10 @@ class PostgresStore:
         return ChunkAt(int(row[0]), row[1], vector)
 
     def chunk_spans(self, filters: Filters) -> list[tuple[str, int, int]]:
-        where, params = self._filter(filters)
+        where, params = self._filter(filters, "c", "f")
         rows = self._db.execute(
-            f"SELECT f.path, c.start_line, c.end_line FROM chunks c JOIN files f ON f.id = c.file_id WHERE TRUE {where}",
+            f"""SELECT f.path, c.start_line, c.end_line FROM chunks c JOIN files f ON f.repo_id = c.repo_id AND f.id = c.file_id
+                WHERE TRUE {where}""",
             params,
         )
         return [(p, int(s), int(e)) for p, s, e in rows]
