@@ -109,6 +109,9 @@ class Cluster:
         user = _system_user()
         self.root.mkdir(parents=True, exist_ok=True)
         if user:
+            from pgserver.utils import ensure_prefix_permissions
+
+            ensure_prefix_permissions(self.root)  # the servers' user must reach their folders
             shutil.chown(self.root, user)
         self.primary = Server(self.root / "primary", free_port(), user)
         self.primary.run(_bin("initdb"), "-D", str(self.primary.data), "--auth=trust", "-U", SUPERUSER, "--encoding=utf8")

@@ -41,6 +41,7 @@ from codewhere.search.query import parse_query
 from codewhere.search.ranking import SIGNALS
 from codewhere.search.ranking_sets import RankingSet, ranking_set_for
 from codewhere.store import SearchReader, Store, StoreStats, open_store
+from codewhere.store.base import ReplicaReads
 from codewhere.store.shared_vectors import SharedVectors
 from codewhere.store.sqlite import SqliteStore
 from codewhere.store.warm import WarmReader
@@ -301,6 +302,19 @@ class Index:
         """The tier's coverage in words, for status answers; None where there is no tier."""
         coverage = self.tier_coverage()
         return coverage.line() if coverage else None
+
+    def replica_line(self, always: bool = False) -> str | None:
+        """Where a team index's reads came from when that is a replica: for a search only when it
+        lags the primary, for status `always`, with the repository's write count on both."""
+        if not isinstance(self.store, ReplicaReads):
+            return None
+        lag = self.store.replica_lag()
+        if lag is None or not (always or lag.lagging):
+            return None
+        if not always:
+            return lag.line()
+        here, primary = self.store.primary_generation()
+        return f"{lag.line()}; this repository's write count {here} here, {primary} on the primary"
 
     def tier_embedder(self, threads: int | None = None) -> Embedder:
         """MiniLM for the tier, loaded once (`threads`: onnxruntime's, when it is first loaded)."""

@@ -400,6 +400,7 @@ def _cmd_search(args: argparse.Namespace) -> Answer:
             hits = shape.apply(index.run_fresh(request, progress, vectors=vectors), args.k, index.file_lines)
         root = str(index.root)
         ranking = index.ranking_set.name
+        replica = index.replica_line()
 
     def show() -> None:
         if args.files_with_matches:
@@ -409,8 +410,12 @@ def _cmd_search(args: argparse.Namespace) -> Answer:
             render.print_hits(OutputConsole(highlight=False), hits)
         if not hits:
             err_console.print(f"no hits for {args.query!r}", highlight=False)
+        if replica:
+            err_console.print(replica, highlight=False)
 
     answer = output.search(args.query, hits, root, ranking)
+    if replica:
+        answer["replica"] = replica
     if args.files_with_matches:
         answer["paths"] = hit_filter.paths_of(hits)
     return Answer(answer, show, bool(hits))
@@ -436,8 +441,10 @@ def _cmd_status(args: argparse.Namespace) -> Answer:
         repositories = index.repositories() if index.shared else None
         git = index.git_state()
         tier_line = index.tier_line()
-        data = output.status(str(index.root), index.store.location, stats, repositories, git, tier=tier_line)
-        lines = render.status_lines(index.root, index.store.location, stats, repositories, git) + ([tier_line] if tier_line else [])
+        replica = index.replica_line(always=True)
+        data = output.status(str(index.root), index.store.location, stats, repositories, git, tier=tier_line, replica=replica)
+        lines = render.status_lines(index.root, index.store.location, stats, repositories, git) + [
+            line for line in (tier_line, replica) if line]
     return Answer(data, _print_lines(lines))
 
 

@@ -137,6 +137,8 @@ def build_server(workspace: Workspace) -> MCPServer:
                 answer["vectors"] = f"static; {filling}"
             if note := workspace.freshness(index.root):
                 answer["index"] = f"answered from the last committed state; the watcher is {note}"
+            if replica := index.replica_line():
+                answer["replica"] = replica
             return compact(answer)
         return await call(ctx, go)
 

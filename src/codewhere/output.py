@@ -53,6 +53,7 @@ class SearchOut(TypedDict):
     index: NotRequired[str]  # MCP: the index was being refreshed as this answer was given, and how far
     paths: NotRequired[list[str]]  # ripgrep's -l: the hits' paths, best first, once each
     ranking: NotRequired[str]  # the parameter set that ranked (search/ranking_sets.py): the model it was fitted for, or neutral
+    replica: NotRequired[str]  # a team index read on a replica that is behind the primary: by how much
 
 
 class SymbolOut(TypedDict):
@@ -181,10 +182,12 @@ class StatusOut(TypedDict):
     git: NotRequired[GitOut]  # what is checked out now (meta's git_commit: when the index last changed)
     watch: NotRequired[str]  # a server's file watcher: watching, refreshing (how far), unavailable (why)
     tier: NotRequired[str]  # the quality tier (index.quality): how much of the index MiniLM's vectors cover
+    replica: NotRequired[str]  # a team index read on a replica: which, and how far behind the primary
 
 
 def status(root: str, location: str, stats: StoreStats, repositories: list[str] | None = None,
-           git: GitState | None = None, watch: str | None = None, tier: str | None = None) -> StatusOut:
+           git: GitState | None = None, watch: str | None = None, tier: str | None = None,
+           replica: str | None = None) -> StatusOut:
     out = StatusOut(root=root, indexed=True, index=location, files=stats.files, chunks=stats.chunks, bytes=stats.bytes,
                     model=stats.meta.get("model_id"), skipped_by_content=stats.skipped, kinds=stats.kinds,
                     languages=dict(list(stats.languages.items())[:STATUS_LANGUAGES]), meta=public_meta(stats.meta))
@@ -196,6 +199,8 @@ def status(root: str, location: str, stats: StoreStats, repositories: list[str] 
         out["watch"] = watch
     if tier is not None:
         out["tier"] = tier
+    if replica is not None:
+        out["replica"] = replica
     return out
 
 

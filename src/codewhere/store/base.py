@@ -320,3 +320,31 @@ class WarmStore(SearchReader, WarmSource, Protocol):
     """What a warm reader wraps."""
 
     keywords_bm25: bool  # its keyword scores are FTS5's bm25, which a warm reader can compute from memory
+
+
+@dataclass(frozen=True)
+class ReplicaLag:
+    """How far the server that answers reads is behind the primary (None on the primary itself)."""
+
+    server: str  # host:port
+    bytes_behind: int  # WAL the primary has reported and this server has not replayed
+    seconds_since_replay: float | None  # since it last applied a transaction
+
+    @property
+    def lagging(self) -> bool:
+        return self.bytes_behind > 0
+
+    def line(self) -> str:
+        if not self.lagging:
+            return f"answered by replica {self.server}, caught up with the primary"
+        since = "" if self.seconds_since_replay is None else f", last change applied {self.seconds_since_replay:.1f} s ago"
+        return f"answered by replica {self.server}, {self.bytes_behind:,} bytes of WAL behind the primary{since}"
+
+
+@runtime_checkable
+class ReplicaReads(Protocol):
+    """A store whose reads may come from a replica of the server it writes to (the team index)."""
+
+    def replica_lag(self) -> ReplicaLag | None: ...
+
+    def primary_generation(self) -> tuple[int | None, int | None]: ...

@@ -21,7 +21,6 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -44,6 +43,7 @@ from codewhere.store.base import (
     EdgeSource,
     FileStamp,
     FileState,
+    ReplicaLag,
     StoreStats,
     chunk_row,
     definition_rows,
@@ -183,25 +183,6 @@ def connect(dsn: str) -> psycopg.Connection:
             f"cannot connect to PostgreSQL at {redact_dsn(dsn)}: {first_line(exc)}",
             "check CODEWHERE_DSN (and CODEWHERE_READ_DSN) and that the server is running",
         ) from exc
-
-
-@dataclass(frozen=True)
-class ReplicaLag:
-    """How far the server that answers reads is behind the primary (None on the primary itself)."""
-
-    server: str  # host:port
-    bytes_behind: int  # WAL the primary has reported and this server has not replayed
-    seconds_since_replay: float | None  # since it last applied a transaction
-
-    @property
-    def lagging(self) -> bool:
-        return self.bytes_behind > 0
-
-    def line(self) -> str:
-        if not self.lagging:
-            return f"answered by replica {self.server}, caught up with the primary"
-        since = "" if self.seconds_since_replay is None else f", last change applied {self.seconds_since_replay:.1f} s ago"
-        return f"answered by replica {self.server}, {self.bytes_behind:,} bytes of WAL behind the primary{since}"
 
 
 @_lost_connection_is_one_line
