@@ -66,6 +66,7 @@ from codewhere.store.pg_schema import (
     first_id,
     migrate_step,
     orphan_partitions,
+    partition_name,
     repositories_of,
     size_vector_column,
 )
@@ -95,6 +96,7 @@ CONNECT_TIMEOUT_SECONDS = 10
 RANK_WEIGHTS = "{0, 0.1, 0.5, 1.0}"
 RANK_NORMALISATION = 1  # divide by 1 + log(document length): long chunks don't win by size
 MODEL_KEYS = ("model_id", "model_dim", "model_fingerprint")  # the database's model, in `settings`
+ANALYZE_AFTER_ROWS = 1000  # chunks written by one indexer run after which its partitions get fresh statistics
 HNSW_OVERFETCH = 10  # a filtered KNN asks the HNSW index for this many times the rows, then filters
 
 FILE_FTS_CHARS = 500_000  # of a file's body tokens: a tsvector holds at most 1 MB
@@ -207,6 +209,7 @@ class PostgresStore:
         self._snapshots = 0  # open read snapshots: a reconnect inside one would mix two states
         self._repo_id: int | None = None
         self._next_ids: dict[str, int] = {}  # the writer's next row id per table, under the writer lock
+        self._rows_written = 0  # chunks written under the writer lock: enough, and its partitions are analyzed
         self._ef_search = 0  # the HNSW search breadth this connection has set
 
     # ---- opening -------------------------------------------------------------------------
@@ -392,10 +395,20 @@ class PostgresStore:
         try:
             self._repo_id = self._find_repo_id()  # another indexer may have created or rebuilt it
             self._next_ids.clear()
+            self._rows_written = 0
             yield
+            if self._rows_written >= ANALYZE_AFTER_ROWS and self._repo_id is not None:
+                self._analyze(self._repo_id)
         finally:
             self._next_ids.clear()
             self._db.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+
+    def _analyze(self, repo_id: int) -> None:
+        """Statistics for a repository's partitions after a big write: a new partition has none
+        until autovacuum comes by, and without them the planner joins a search's vector hits to
+        their chunks by scanning the partition (400 ms instead of 2 on a 1,600-chunk repository)."""
+        for table in PARTITIONED:
+            self._db.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(partition_name(table, repo_id))))
 
     # ---- replicas ------------------------------------------------------------------------
 
@@ -541,6 +554,7 @@ class PostgresStore:
             )
         with self._db.cursor() as cur:
             first = self._new_ids("chunks", len(chunks))
+            self._rows_written += len(chunks)
             ids = list(range(first, first + len(chunks)))
             if chunks:
                 cur.executemany(
