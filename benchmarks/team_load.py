@@ -142,8 +142,12 @@ def _index_share(dsn: str, entries: list[dict[str, object]], out: mp.Queue) -> N
     for entry in entries:
         root = CACHE / "src" / f"{entry['name']}-{entry['version']}"
         started = time.perf_counter()
-        with Index.open(root, settings=settings, repo=str(entry["name"]), embedder=embedder, workers=1) as index:
-            report = index.refresh()
+        try:
+            with Index.open(root, settings=settings, repo=str(entry["name"]), embedder=embedder, workers=1) as index:
+                report = index.refresh()
+        except Exception as exc:  # noqa: BLE001 — reported, the other repositories go on
+            out.put((entry["name"], f"{type(exc).__name__}: {exc}", 0, 0))
+            continue
         out.put((entry["name"], time.perf_counter() - started, report.files_added, report.chunks_written))
 
 
@@ -156,15 +160,18 @@ def index_all(dsn: str, entries: list[dict[str, object]], writers: int) -> dict[
     for worker in workers:
         worker.start()
     files = chunks = 0
+    failed: list[str] = []
     for done in range(len(entries)):
-        _, _, added, written = out.get()
+        name, took, added, written = out.get()
+        if isinstance(took, str):
+            failed.append(f"{name}: {took}")
         files += added
         chunks += written
         if done % 50 == 0:
             print(f"  indexed {done + 1}/{len(entries)} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
     for worker in workers:
         worker.join()
-    return {"seconds": round(time.perf_counter() - started, 1), "files": files, "chunks": chunks}
+    return {"seconds": round(time.perf_counter() - started, 1), "files": files, "chunks": chunks, "failed": failed}
 
 
 def _queries(dsn: str, per_repo: int = 3, seed: int = 7) -> list[tuple[str, str]]:
@@ -310,6 +317,7 @@ def main() -> int:
     parser.add_argument("--lock", type=Path, default=LOCK)
     parser.add_argument("--work", type=Path, default=CACHE / "cluster")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--prepare-only", action="store_true", help="select and download, then stop")
     args = parser.parse_args()
 
     from pg_cluster import Cluster
@@ -323,6 +331,8 @@ def main() -> int:
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(fetch, entries))
     print(f"{len(entries)} repositories ready", file=sys.stderr)
+    if args.prepare_only:
+        return 0
 
     import shutil
 

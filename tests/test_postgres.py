@@ -392,3 +392,14 @@ def test_missing_psycopg_is_one_line_naming_the_extra(tmp_path: Path, monkeypatc
     with pytest.raises(IndexFileError, match="needs psycopg") as info:
         _open(write_tree(tmp_path / "shop", SAMPLE_REPO))
     assert info.value.hint == "pip install 'codewhere[postgres]'"
+
+
+def test_a_nul_byte_past_the_binary_sniff_is_stored(tmp_path: Path, team_dsn: str) -> None:
+    """PostgreSQL's text refuses NUL; a text file can hold one after the bytes the scanner reads
+    to tell text from binary (found indexing PyPI sdists)."""
+    body = "def padding():\n    return 1\n" * 1200 + 'def tail_with_nul():\n    return "a\x00b"\n'
+    root = write_tree(tmp_path / "shop", {"late_nul.py": body})
+    with _open(root, embedder=FakeEmbedder()) as index:
+        index.refresh()
+        hit = index.search("tail_with_nul", k=1)[0]
+    assert hit.path == "late_nul.py" and hit.start_line == 2401

@@ -136,6 +136,12 @@ def tsquery_text(query: TermQuery) -> str:
     return joiner.join(quoted)
 
 
+def _storable(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Rows PostgreSQL can hold: its text type refuses NUL, which a text file may still contain
+    past the bytes the scanner sniffs; each becomes U+FFFD (lines and columns stay where they were)."""
+    return [tuple(v.replace("\x00", "\ufffd") if isinstance(v, str) and "\x00" in v else v for v in row) for row in rows]
+
+
 def _vector_literal(vector: np.ndarray) -> str:
     return "[" + ",".join(map(repr, np.asarray(vector, np.float32).astype(float).tolist())) + "]"
 
@@ -550,7 +556,7 @@ class PostgresStore:
             self._db.execute(
                 """UPDATE files SET fts = setweight(to_tsvector('simple', %s), 'B') || setweight(to_tsvector('simple', %s), 'A')
                    WHERE repo_id = %s AND id = %s""",
-                (fts_rows[0][0], " ".join(body for _, body in fts_rows)[:FILE_FTS_CHARS], rid, file_id),
+                _storable([(fts_rows[0][0], " ".join(body for _, body in fts_rows)[:FILE_FTS_CHARS], rid, file_id)])[0],
             )
         with self._db.cursor() as cur:
             first = self._new_ids("chunks", len(chunks))
@@ -562,15 +568,16 @@ class PostgresStore:
                                          unit_start, unit_end, unit_name, fts)
                        VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
                          setweight(to_tsvector('simple', %s), 'B') || setweight(to_tsvector('simple', %s), 'A'))""",
-                    [(rid, cid, file_id, c.start_line, c.end_line, c.content_hash, c.text, c.embed_text if c.embed else None,
-                      " ".join(c.mentions) or None, *unit_columns(c.unit), path_tokens, body_tokens)
-                     for cid, c, (path_tokens, body_tokens) in zip(ids, chunks, fts_rows, strict=True)],
+                    _storable([(rid, cid, file_id, c.start_line, c.end_line, c.content_hash, c.text,
+                                c.embed_text if c.embed else None, " ".join(c.mentions) or None, *unit_columns(c.unit),
+                                path_tokens, body_tokens)
+                               for cid, c, (path_tokens, body_tokens) in zip(ids, chunks, fts_rows, strict=True)]),
                 )
             definitions = [(rid, cid, file_id, key, spelled) for cid, c in zip(ids, chunks, strict=True)
                            for key, spelled in definition_rows(c.defines)]
             if definitions:
                 cur.executemany("INSERT INTO definitions(repo_id, chunk_id, file_id, name, spelled) VALUES(%s, %s, %s, %s, %s)",
-                                definitions)
+                                _storable(definitions))
             chunk_of = smallest_chunk_by_line([(cid, c.start_line, c.end_line) for cid, c in zip(ids, chunks, strict=True)])
             symbol_ids: dict[str, int] = {}
             if symbols:
@@ -581,10 +588,10 @@ class PostgresStore:
                        VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
                          setweight(to_tsvector('simple', %s), 'A') || setweight(to_tsvector('simple', %s), 'B')
                          || setweight(to_tsvector('simple', %s), 'C'))""",
-                    [(rid, first_symbol + n, file_id, s.name, key, s.qualified_name, s.kind, s.start_line, s.end_line,
-                      s.signature, s.doc, "\n".join(s.decorators), s.parent, split, chunk_of.get(s.start_line), key, split,
-                      qualified)
-                     for n, (s, (key, split, qualified)) in enumerate(zip(symbols, symbol_fts_rows, strict=True))],
+                    _storable([(rid, first_symbol + n, file_id, s.name, key, s.qualified_name, s.kind, s.start_line,
+                                s.end_line, s.signature, s.doc, "\n".join(s.decorators), s.parent, split,
+                                chunk_of.get(s.start_line), key, split, qualified)
+                               for n, (s, (key, split, qualified)) in enumerate(zip(symbols, symbol_fts_rows, strict=True))]),
                 )
                 for n, symbol in enumerate(symbols):
                     symbol_ids.setdefault(symbol.qualified_name, first_symbol + n)
@@ -593,8 +600,8 @@ class PostgresStore:
                 cur.executemany(
                     """INSERT INTO edges(repo_id, id, file_id, kind, source_id, target_name, line, chunk_id)
                        VALUES(%s, %s, %s, %s, %s, %s, %s, %s)""",
-                    [(rid, first_edge + n, file_id, e.kind.value, symbol_ids.get(e.source), e.target, e.line,
-                      chunk_of.get(e.line)) for n, e in enumerate(edges)],
+                    _storable([(rid, first_edge + n, file_id, e.kind.value, symbol_ids.get(e.source), e.target, e.line,
+                                chunk_of.get(e.line)) for n, e in enumerate(edges)]),
                 )
         return ids
 
