@@ -558,7 +558,7 @@ def test_a_query_past_its_deadline_or_cancelled_is_stopped_and_releases_its_turn
                 try:  # a statement that would run for minutes, its errors mapped as the store maps its own
                     return index.store._db.execute(slow_sql).fetchall()  # noqa: SLF001
                 except apsw.Error as exc:
-                    raise sqlite_store._mapped(index.store.path, exc) or exc from exc
+                    raise sqlite_store.schema._mapped(index.store.path, exc) or exc from exc
         return work
 
     workspace.call(lambda progress: workspace.index_for(None))  # the first index and model load, untimed

@@ -221,7 +221,7 @@ def test_a_whole_resolution_in_small_batches_gives_the_answers_of_one_pass(
     """Edges are read page by page and resolved batch by batch (the kernel has 4.9 M): pages and
     batches that split the edges anywhere change no answer."""
     import codewhere.graph
-    import codewhere.store.sqlite
+    import codewhere.store.sqlite.schema
 
     files = {f"m{i}.py": f"def f{i}():\n    f{i - 1}()\n    g()\n    print()\n" for i in range(1, 8)}
     files["g.py"] = "def g():\n    pass\n"
@@ -233,6 +233,6 @@ def test_a_whole_resolution_in_small_batches_gives_the_answers_of_one_pass(
         assert len(once) >= 20 and {r for _, _, r in once} >= {Resolution.UNIQUE, Resolution.AMBIGUOUS}
         index.store._db.execute("UPDATE edge_rows SET target_id = NULL, resolution = 0")  # type: ignore[attr-defined]
         monkeypatch.setattr(codewhere.graph, "RESOLVE_BATCH", 3)
-        monkeypatch.setattr(codewhere.store.sqlite, "EDGE_PAGE", 2)
+        monkeypatch.setattr(codewhere.store.sqlite.schema, "EDGE_PAGE", 2)
         codewhere.graph.refresh_resolution(index.store)  # type: ignore[arg-type]
         assert _resolved(index) == once

@@ -64,7 +64,7 @@ def test_a_compact_index_answers_keywords_as_fts5_does(sample_repo: Path, tmp_pa
     plain = open_sqlite_index(plain_repo)
     plain.refresh()
     monkeypatch.setattr(quantized, "QUANTIZE_FROM", 4)
-    monkeypatch.setattr(sqlite, "FOLD_CHUNKS", 1_000)  # moved at the switch, then only as asked below
+    monkeypatch.setattr(sqlite.schema, "FOLD_CHUNKS", 1_000)  # moved at the switch, then only as asked below
     monkeypatch.setattr(indexer, "BATCH_FILES", 2)  # many commits
     kept = open_sqlite_index(sample_repo)
     kept.refresh()
@@ -88,7 +88,7 @@ def test_a_compact_index_answers_keywords_as_fts5_does(sample_repo: Path, tmp_pa
     store_ids = [c for c, _ in store.keyword_search(TermQuery(("cart",)), 50, Filters())]
     assert set(store_ids) <= chunk_ids, "no deleted chunk is answered"
     # a second move: the edited rows join the kept ones as a new part
-    monkeypatch.setattr(sqlite, "FOLD_CHUNKS", 1)
+    monkeypatch.setattr(sqlite.schema, "FOLD_CHUNKS", 1)
     for repo in (sample_repo, plain_repo):
         payment = repo / "src/shop/payment.py"
         payment.write_text(payment.read_text() + "\n\ndef refund_credit_card(card, amount):\n    return -amount\n")
@@ -118,7 +118,7 @@ def test_a_compact_index_answers_keywords_as_fts5_does(sample_repo: Path, tmp_pa
 def test_moved_rows_free_fts5_and_a_rebuild_starts_over(sample_repo: Path, open_sqlite_index,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(quantized, "QUANTIZE_FROM", 4)
-    monkeypatch.setattr(sqlite, "FOLD_CHUNKS", 1)
+    monkeypatch.setattr(sqlite.schema, "FOLD_CHUNKS", 1)
     index = open_sqlite_index(sample_repo)
     index.refresh()
     store = index.store
@@ -142,7 +142,7 @@ def test_rows_held_since_the_last_move_encode_as_fts5_reads_them_back(sample_rep
     """The writer keeps what it wrote since the last move (kept_postings.Pending) so a move need
     not read FTS5's positions back: both ways give the same rows, non-ASCII words included."""
     monkeypatch.setattr(quantized, "QUANTIZE_FROM", 4)
-    monkeypatch.setattr(sqlite, "FOLD_CHUNKS", 10_000)
+    monkeypatch.setattr(sqlite.schema, "FOLD_CHUNKS", 10_000)
     index = open_sqlite_index(sample_repo)
     index.refresh()
     store = index.store
@@ -204,7 +204,7 @@ def test_a_process_opening_a_moved_index_holds_its_writes_from_an_empty_fts5(sam
     """Another process (a watcher, the next CLI run) starts holding what it writes once FTS5 is
     empty, so its next move encodes from memory too; while FTS5 still has rows it does not."""
     monkeypatch.setattr(quantized, "QUANTIZE_FROM", 4)
-    monkeypatch.setattr(sqlite, "FOLD_CHUNKS", 1)
+    monkeypatch.setattr(sqlite.schema, "FOLD_CHUNKS", 1)
     first = open_sqlite_index(sample_repo)
     first.refresh()
     assert first.store._kept_through() > 0
@@ -214,7 +214,7 @@ def test_a_process_opening_a_moved_index_holds_its_writes_from_an_empty_fts5(sam
     cart = sample_repo / "src/shop/cart.py"
     cart.write_text(cart.read_text() + "\n\ndef loyalty_points(total):\n    return int(total // 10)\n")
     bump_mtime(cart)
-    monkeypatch.setattr(sqlite, "FOLD_CHUNKS", 10_000)  # the edit stays in FTS5
+    monkeypatch.setattr(sqlite.schema, "FOLD_CHUNKS", 10_000)  # the edit stays in FTS5
     again.refresh()
     assert again.store._pending is not None and again.store._pending.files, "held from the empty FTS5 on"
     found = again.store.keyword_search(TermQuery(("loyalty",)), 5, Filters())
@@ -225,14 +225,14 @@ def test_a_large_first_build_moves_from_its_start_and_settles_at_its_end(sample_
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """Past HOLD_FROM_BYTES of files a first build moves its rows every FOLD_CHUNKS chunks, before
     the index turns compact, and what is left at its end once SETTLE_CHUNKS or more."""
-    monkeypatch.setattr(sqlite, "HOLD_FROM_BYTES", 1)
-    monkeypatch.setattr(sqlite, "FOLD_CHUNKS", 5)
-    monkeypatch.setattr(sqlite, "SETTLE_CHUNKS", 1)
+    monkeypatch.setattr(sqlite.schema, "HOLD_FROM_BYTES", 1)
+    monkeypatch.setattr(sqlite.schema, "FOLD_CHUNKS", 5)
+    monkeypatch.setattr(sqlite.schema, "SETTLE_CHUNKS", 1)
     monkeypatch.setattr(indexer, "BATCH_FILES", 2)
     index = open_sqlite_index(sample_repo)
     index.refresh()
     store = index.store
-    assert sqlite.COMPACT not in store.meta(), "small: never compact, yet moved"
+    assert sqlite.schema.COMPACT not in store.meta(), "small: never compact, yet moved"
     assert store._db.execute("SELECT count(DISTINCT part) FROM kept_postings").get >= 2
     assert store._db.execute("SELECT count(*) FROM chunks_fts_docsize").get == 0, "the end of the run moved the rest"
     assert store._db.execute("PRAGMA freelist_count").get == 0, "and gave back the pages FTS5 freed"

@@ -344,7 +344,7 @@ def test_an_index_past_the_quantize_limit_searches_its_stored_quantized_vectors_
 
     monkeypatch.setattr(quantized, "QUANTIZE_FROM", 12)
     monkeypatch.setattr(warm, "EXACT_VECTOR_LIMIT", 0)
-    monkeypatch.setattr(sqlite, "SIGN_PAGE", 8)  # vectors over many pages
+    monkeypatch.setattr(sqlite.schema, "SIGN_PAGE", 8)  # vectors over many pages
     monkeypatch.setattr(quantized, "SHORTLIST_MIN", 3)  # a gone vector kept in it would push out a live one
     monkeypatch.setattr(quantized, "SHORTLIST_PER_RESULT", 1)
     embedded: dict[int, np.ndarray] = {}  # vector id -> the float32 vector the model made
@@ -389,7 +389,7 @@ def test_an_index_past_the_quantize_limit_searches_its_stored_quantized_vectors_
             found = index.store.vector_search(vector, 5, scope)
         assert [c for c, _ in found] == [c for _, c in expected] and all(rows[c].path.startswith("src/") for c, _ in found)
 
-    assert index.store.meta().get(sqlite.COMPACT) == "1"
+    assert index.store.meta().get(sqlite.schema.COMPACT) == "1"
     stored_as_computed()
     same_answers()
     _edit(sample_repo / "src/shop/payment.py", NEW_FUNCTION)
@@ -403,14 +403,14 @@ def test_an_index_past_the_quantize_limit_searches_its_stored_quantized_vectors_
     same_answers()
     assert index.store.vector_count() < 12, "below the limit now: the rebuild does not quantize"
     index.refresh(rebuild=True)
-    assert sqlite.COMPACT not in index.store.meta()
+    assert sqlite.schema.COMPACT not in index.store.meta()
     assert index.store.vector_search(index.embedder().embed_query("payment"), 5, Filters())  # sqlite-vec's scan
     monkeypatch.setattr(quantized, "QUANTIZE_FROM", 5)
     index.refresh(rebuild=True)
     stored_as_computed()
     same_answers()
     index.store.bind_model(ModelInfo("another", 8, "f"))
-    assert sqlite.COMPACT not in index.store.meta() and index.store.quantized_after(0, 10) is None
+    assert sqlite.schema.COMPACT not in index.store.meta() and index.store.quantized_after(0, 10) is None
 
 
 def test_quantized_pages_of_a_transaction_rolled_back_are_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -423,7 +423,7 @@ def test_quantized_pages_of_a_transaction_rolled_back_are_never_written(tmp_path
     first, rolled_back, last = (rng.normal(size=(n, 16)).astype(np.float32) for n in (3, 2, 1))
     with store.transaction():
         store.add_vectors(["a", "b", "c"], first)
-    assert store.meta().get(sqlite.COMPACT) == "1"
+    assert store.meta().get(sqlite.schema.COMPACT) == "1"
     with pytest.raises(RuntimeError), store.transaction():
         store.add_vectors(["d", "e"], rolled_back)
         raise RuntimeError("the batch failed")
@@ -432,7 +432,7 @@ def test_quantized_pages_of_a_transaction_rolled_back_are_never_written(tmp_path
     assert stored is not None and stored[0].tolist() == [1, 2, 3, 4]
     assert np.array_equal(stored[1].words, quantized.QuantizedVectors.of(np.vstack([first, last])).words)
     (page,) = store._db.execute("SELECT bits FROM vector_signs").fetchone()  # what a one-shot search reads
-    live, _ = sqlite._sign_page(page, 8)
+    live, _ = sqlite.schema._sign_page(page, 8)
     assert np.flatnonzero(live).tolist() == [1, 2, 3, 4]  # id 5 was staged, then rolled back
     query = rng.normal(size=16).astype(np.float32)
     assert len(store.vector_search(query, 10, Filters())) == 0  # no chunk holds these texts: nothing to answer
@@ -448,12 +448,12 @@ def test_an_index_turning_compact_cuts_chunk_texts_from_their_files_and_reads_th
     index.refresh()
     before = _read_afresh(index)
     at = index.store.chunk_at("src/shop/cart.py", 3)
-    assert sqlite.COMPACT not in index.store.meta()
+    assert sqlite.schema.COMPACT not in index.store.meta()
     assert index.store._db.execute("SELECT count(*) FROM chunks WHERE typeof(text) <> 'text'").get == 0
     monkeypatch.setattr(quantized, "QUANTIZE_FROM", 5)
     _edit(sample_repo / "src/shop/payment.py", NEW_FUNCTION)  # a change adds a vector: the index turns compact
     index.refresh()
-    assert index.store.meta().get(sqlite.COMPACT) == "1"
+    assert index.store.meta().get(sqlite.schema.COMPACT) == "1"
     stored = dict(index.store._db.execute("SELECT typeof(text), count(*) FROM chunks GROUP BY 1").fetchall())
     assert set(stored) == {"null"}, "every text here is a slice of its file: none is kept"
     after = _read_afresh(index)
@@ -486,7 +486,7 @@ def test_an_index_turning_compact_is_repacked_so_its_shrunk_chunk_rows_fill_thei
         index = open_sqlite_index(repo)
         index.refresh()
         store = index.store
-        assert store.meta().get(sqlite.COMPACT) == "1"
+        assert store.meta().get(sqlite.schema.COMPACT) == "1"
         assert store._db.execute("SELECT count(*) FROM chunks WHERE typeof(text) = 'text'").get == 0
         return _chunk_pages_unused(store)
 
@@ -506,7 +506,7 @@ def test_a_compact_index_keeps_a_text_it_cannot_cut_and_reads_none_from_a_file_c
     index = open_sqlite_index(sample_repo)
     index.refresh()
     store = index.store
-    assert store.meta().get(sqlite.COMPACT) == "1"
+    assert store.meta().get(sqlite.schema.COMPACT) == "1"
     rows = _read_afresh(index)
     cart = {cid: row for cid, row in rows.items() if row.path == "src/shop/cart.py"}
     assert cart and all(row.text for row in cart.values())
@@ -539,6 +539,6 @@ def test_chunks_of_vectors_are_the_same_from_a_short_list_and_a_long_one(
     ids = sorted(int(i) for i in index.store.vector_ids())
     assert len(ids) > 3
     as_parameters = sorted(index.store.chunks_of_vectors(ids))
-    monkeypatch.setattr(sqlite, "_LISTED_IDS", 2)
+    monkeypatch.setattr(sqlite.schema, "_LISTED_IDS", 2)
     assert sorted(index.store.chunks_of_vectors(ids)) == as_parameters
     assert {vector for vector, _ in as_parameters} == set(ids)  # every stored vector has a chunk

@@ -1,7 +1,7 @@
 """Keyword postings without positions, for an index too big to keep FTS5's (the kernel's).
 
 FTS5 stores every token's position (the kernel: 214 M and 203 M of them in its two keyword
-tables, 1.0 GB), which its bm25 never reads. Past the compact switch (store/sqlite.py) the SQLite
+tables, 1.0 GB), which its bm25 never reads. Past the compact switch (store/sqlite/vectors.py) the SQLite
 store moves FTS5's rows, a batch at a time, into `kept_postings`: for each term, the chunks and
 the files holding it and its count in their path and in their text, as varints (`decode`). FTS5 keeps only the rows written since the last move (the
 "delta"), so an edit is still one FTS5 write; a search scores both together as FTS5's bm25 would

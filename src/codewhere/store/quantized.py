@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 # vectors: past this many an index holds them quantized, its chunk texts cut from the files and its
-# keyword postings without positions (the compact form, store/sqlite.py). Django 5.1.4 (48k vectors,
+# keyword postings without positions (the compact form, store/sqlite/vectors.py). Django 5.1.4 (48k vectors,
 # benchmarks/index_size.py): 172 MB -> 77 MB (5.0x -> 2.3x the text it read), one-shot search p50
 # 33 -> 19 ms, warm 6.1 -> 3.8-5.1 ms; its first build 20-22 -> 25-27 s (`codewhere index`, one run:
 # 63-65 -> 70 s, peak 338 -> 524 MB: the switch rewrites what the first 20k wrote). Dev split with
