@@ -117,7 +117,10 @@ class Cluster:
         self.primary.run(_bin("initdb"), "-D", str(self.primary.data), "--auth=trust", "-U", SUPERUSER, "--encoding=utf8")
         with (self.primary.data / "postgresql.conf").open("a") as conf:
             conf.write("\nwal_level = replica\nmax_wal_senders = 10\nhot_standby = on\n"
-                       "max_connections = 200\nshared_buffers = 256MB\nfsync = off\n")
+                       "max_connections = 200\nshared_buffers = 256MB\nfsync = off\n"
+                       # a search across every repository locks each one's partitions and their indexes
+                       # (about 25 relations per repository): 1,000 repositories need more than the default 64
+                       "max_locks_per_transaction = 1024\n")
         self.primary.start()
         for number in range(self.replicas):
             standby = Server(self.root / f"replica{number + 1}", free_port(), user)

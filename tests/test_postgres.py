@@ -403,3 +403,20 @@ def test_a_nul_byte_past_the_binary_sniff_is_stored(tmp_path: Path, team_dsn: st
         index.refresh()
         hit = index.search("tail_with_nul", k=1)[0]
     assert hit.path == "late_nul.py" and hit.start_line == 2401
+
+
+def test_a_server_refusal_is_one_line_with_the_servers_hint(tmp_path: Path, team_dsn: str, monkeypatch) -> None:
+    """An error the server answers with (out of lock slots, out of memory) is not a lost
+    connection: no reconnect, its own line and the server's hint."""
+    with _open(write_tree(tmp_path / "shop", SAMPLE_REPO), embedder=FakeEmbedder()) as index:
+        index.refresh()
+        db = index.store._db  # noqa: SLF001
+
+        def out_of_lock_slots(*args: object, **kwargs: object) -> object:
+            return psycopg.Connection.execute(db, """DO $$ BEGIN RAISE EXCEPTION 'out of shared memory'
+                USING ERRCODE = '53200', HINT = 'You might need to increase "max_locks_per_transaction".'; END $$""")
+
+        monkeypatch.setattr(db, "execute", out_of_lock_slots)
+        with pytest.raises(IndexFileError, match="refused: out of shared memory") as info:
+            index.repositories()
+        assert "max_locks_per_transaction" in info.value.hint and not db.closed

@@ -104,14 +104,17 @@ FILE_FTS_CHARS = 500_000  # of a file's body tokens: a tsvector holds at most 1 
 # edge_sources_sql's question with the partition key: the targets' repositories are read, no other
 _EDGE_SOURCES_SQL = """SELECT e.source_id, e.kind, f.path, e.line, e.resolution, e.target_id
     FROM edges e JOIN files f ON f.repo_id = e.repo_id AND f.id = e.file_id
-    WHERE e.repo_id = ANY(%(repos)s) AND e.target_id = ANY(%(targets)s) AND e.kind = ANY(%(kinds)s) AND e.source_id IS NOT NULL
+    WHERE e.repo_id = ANY(%(repos)s) AND f.repo_id = ANY(%(repos)s) AND e.target_id = ANY(%(targets)s) AND e.kind = ANY(%(kinds)s) AND e.source_id IS NOT NULL
     ORDER BY f.path, e.line"""
 
-# a chunk as search reads it (types.ChunkRow), with its file id last
+# a chunk as search reads it (types.ChunkRow), with its file id last; the repositories it may be in
+# are named for each partitioned table (definitions, files, chunks), so the planner reads only theirs
 _CHUNK_ROW_SQL = "SELECT " + CHUNK_ROW_COLUMNS.format(
     repo="r.name",
-    definitions="(SELECT string_agg(d.name || %s || d.spelled, %s) FROM definitions d WHERE d.repo_id = c.repo_id AND d.chunk_id = c.id)",
-) + " FROM chunks c JOIN files f ON f.repo_id = c.repo_id AND f.id = c.file_id JOIN repos r ON r.id = c.repo_id"
+    definitions="""(SELECT string_agg(d.name || %s || d.spelled, %s) FROM definitions d
+                     WHERE d.repo_id = ANY(%s) AND d.repo_id = c.repo_id AND d.chunk_id = c.id)""",
+) + """ FROM chunks c JOIN files f ON f.repo_id = c.repo_id AND f.id = c.file_id JOIN repos r ON r.id = c.repo_id
+          WHERE f.repo_id = ANY(%s) AND c.repo_id = ANY(%s)"""
 _CHUNK_ROW_PARAMS = (DEFINITION_SEPARATOR, DEFINITION_SEPARATOR)
 _CALL_TARGETS_SQL = """SELECT DISTINCT e.chunk_id, s.chunk_id, e.resolution
                        FROM edges e JOIN symbols s ON s.repo_id = e.repo_id AND s.id = e.target_id
@@ -159,7 +162,7 @@ def _lost_connection_is_one_line(cls: type) -> type:
                 try:
                     return method(self, *args, **kwargs)
                 except psycopg.OperationalError:
-                    if not self._may_retry():
+                    if not self._lost() or not self._may_retry():
                         raise
                     log.info("lost the read connection to %s; reconnecting", redact_dsn(self.read_dsn or self.dsn))
                     return method(self, *args, **kwargs)
@@ -167,6 +170,9 @@ def _lost_connection_is_one_line(cls: type) -> type:
                 raise QueryInterrupted("the call was stopped before it finished (time limit, or cancelled)",
                                        "ask for less: a smaller --depth, a narrower --scope, or a more specific name") from exc
             except psycopg.OperationalError as exc:
+                if not self._lost():  # the server answered: out of memory or lock slots, too many connections
+                    raise IndexFileError(f"PostgreSQL at {redact_dsn(self._connected_dsn())} refused: {first_line(exc)}",
+                                         exc.diag.message_hint or "see the server's log") from exc
                 self._drop_reader()  # the next call connects again
                 raise IndexFileError(
                     f"lost the connection to PostgreSQL at {redact_dsn(self._connected_dsn())}: {first_line(exc)}",
@@ -237,6 +243,11 @@ class PostgresStore:
         if self._reader is None:
             self._reader = connect(self.read_dsn)
         return self._reader
+
+    def _lost(self) -> bool:
+        """Whether the connection in use is gone (the server stopped, the session was killed)."""
+        db = self._primary if self._writing or not self.read_dsn else self._reader
+        return db is None or db.broken or db.closed
 
     def _connected_dsn(self) -> str:
         return self.dsn if self._writing or not self.read_dsn else self.read_dsn
@@ -388,6 +399,10 @@ class PostgresStore:
         """An advisory lock per repository: one indexer at a time, any number of readers. From
         here on the store works on the primary."""
         self._writing = True
+        # Every statement of a writer names its repository, and a generic plan of a prepared one
+        # locks every repository's partitions until the transaction ends (with 1,000 repositories
+        # an indexer's transaction ran out of lock slots): a writer plans each execution.
+        self._db.execute("SET plan_cache_mode = force_custom_plan")
         # by name, not id: the first indexer of a repository takes it before the repository has a row
         key = (LOCK_NAMESPACE, zlib.crc32(self.repo.encode()) & 0x7FFFFFFF | 1)
         deadline = time.monotonic() + wait_seconds
@@ -813,8 +828,9 @@ class PostgresStore:
         if not ids:
             return {}
         query = f"""SELECT {_SYMBOL_COLUMNS} FROM symbols s JOIN files f ON f.repo_id = s.repo_id AND f.id = s.file_id
-                     WHERE s.repo_id = ANY(%s) AND s.id = ANY(%s)"""
-        return {r.id: r for r in (SymbolRow(*row) for row in self._db.execute(query, (repositories_of(ids), list(ids))))}
+                     WHERE s.repo_id = ANY(%s) AND f.repo_id = ANY(%s) AND s.id = ANY(%s)"""
+        repos = repositories_of(ids)
+        return {r.id: r for r in (SymbolRow(*row) for row in self._db.execute(query, (repos, repos, list(ids))))}
 
     def outline(self, path: str) -> list[SymbolRow]:
         return self._symbol_rows("f.path = %s ORDER BY s.start_line, s.end_line DESC", (path,))
@@ -839,8 +855,8 @@ class PostgresStore:
         if not symbol_ids:
             return []
         return self._edge_hits(
-            "e.repo_id = ANY(%s) AND e.target_id = ANY(%s) AND e.kind = ANY(%s) ORDER BY f.path, e.line",
-            (repositories_of(symbol_ids), list(symbol_ids), list(kinds)),
+            "e.repo_id = ANY(%s) AND f.repo_id = ANY(%s) AND e.target_id = ANY(%s) AND e.kind = ANY(%s) ORDER BY f.path, e.line",
+            (repositories_of(symbol_ids), repositories_of(symbol_ids), list(symbol_ids), list(kinds)),
         )
 
     def unresolved_edges_named(self, name: str, kinds: Sequence[str]) -> list[EdgeHit]:
@@ -879,6 +895,9 @@ class PostgresStore:
         return {"symbols": symbols, "edges": by_resolution, "per_language": per_language}
 
     # ---- reading for search (every repository unless filters name some) ------------------
+
+    def _all_repo_ids(self) -> list[int]:
+        return [int(r[0]) for r in self._db.execute("SELECT id FROM repos")]
 
     def _repo_ids(self, names: Sequence[str]) -> list[int]:
         return [int(r[0]) for r in self._db.execute("SELECT id FROM repos WHERE name = ANY(%s)", (list(names),))]
@@ -933,8 +952,9 @@ class PostgresStore:
         if not ids:
             return {}
         where, params = self._filter(filters, "c", "f")
-        rows = self._db.execute(f"{_CHUNK_ROW_SQL} WHERE c.repo_id = ANY(%s) AND c.id = ANY(%s) {where}",
-                                (*_CHUNK_ROW_PARAMS, repositories_of(ids), list(ids), *params))
+        repos = repositories_of(ids)
+        rows = self._db.execute(f"{_CHUNK_ROW_SQL} AND c.id = ANY(%s) {where}",
+                                (*_CHUNK_ROW_PARAMS, repos, repos, repos, list(ids), *params))
         return {int(row[0]): chunk_row(row) for row in rows}
 
     # ---- what a warm reader reads (store/warm.py): every repository's chunks ----------------
@@ -959,16 +979,18 @@ class PostgresStore:
         return {int(file_id): tuple(held) for file_id, *held in rows}
 
     def rows_of_files(self, file_ids: Sequence[int] | None) -> Iterator[tuple[int, ChunkRow]]:
-        where, params = ("", ()) if file_ids is None else (
-            "WHERE c.repo_id = ANY(%s) AND c.file_id = ANY(%s)", (repositories_of(file_ids), list(file_ids)))
-        for row in self._db.execute(f"{_CHUNK_ROW_SQL} {where}", (*_CHUNK_ROW_PARAMS, *params)):
+        repos = self._all_repo_ids() if file_ids is None else repositories_of(file_ids)
+        where, params = ("", ()) if file_ids is None else ("AND c.file_id = ANY(%s)", (list(file_ids),))
+        for row in self._db.execute(f"{_CHUNK_ROW_SQL} {where}", (*_CHUNK_ROW_PARAMS, repos, repos, repos, *params)):
             yield int(row[-1]), chunk_row(row)
 
     def call_target_chunks(self, chunk_ids: Sequence[int]) -> dict[int, list[tuple[int, str]]]:
         if not chunk_ids:
             return {}
-        return targets_with_resolution(self._db.execute(f"{_CALL_TARGETS_SQL} AND e.repo_id = ANY(%s) AND e.chunk_id = ANY(%s)",
-                                                        (repositories_of(chunk_ids), list(chunk_ids))))
+        repos = repositories_of(chunk_ids)
+        return targets_with_resolution(self._db.execute(
+            f"{_CALL_TARGETS_SQL} AND e.repo_id = ANY(%s) AND s.repo_id = ANY(%s) AND e.chunk_id = ANY(%s)",
+            (repos, repos, list(chunk_ids))))
 
     def chunks_defining_names(
         self, names: Sequence[str], filters: Filters, spelled: Sequence[str] = ()
@@ -989,11 +1011,11 @@ class PostgresStore:
         row = self._db.execute(
             # an empty embedding text was embedded by a worker and not kept (reading.py)
             """SELECT c.id, coalesce(nullif(c.embed_text, ''), f.path || chr(10) || c.text),
-                      (SELECT e.embedding::text FROM embeddings e WHERE e.repo_id = c.repo_id AND e.content_hash = c.content_hash)
+                      (SELECT e.embedding::text FROM embeddings e WHERE e.repo_id = %s AND e.content_hash = c.content_hash)
                FROM chunks c JOIN files f ON f.repo_id = c.repo_id AND f.id = c.file_id
                WHERE f.repo_id = %s AND f.path = %s AND c.start_line <= %s AND c.end_line >= %s
                ORDER BY c.end_line - c.start_line LIMIT 1""",
-            (self._repo_id, path, line, line),
+            (self._repo_id, self._repo_id, path, line, line),
         ).fetchone()
         if not row:
             return None
