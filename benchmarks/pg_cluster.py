@@ -9,6 +9,8 @@ user (`pgserver`).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import shutil
 import signal
@@ -102,11 +104,20 @@ class Cluster:
 
     root: Path
     replicas: int = 2
+    reuse: bool = False  # start the servers a previous run left under `root` (same ports) instead of new ones
     primary: Server = field(init=False)
     standbys: list[Server] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         user = _system_user()
+        ports_file = self.root / "ports.json"
+        if self.reuse:
+            ports = json.loads(ports_file.read_text())
+            self.primary = Server(self.root / "primary", ports[0], user)
+            self.standbys = [Server(self.root / f"replica{n}", port, user) for n, port in enumerate(ports[1:], 1)]
+            for server in [self.primary, *self.standbys]:
+                server.start()
+            return
         self.root.mkdir(parents=True, exist_ok=True)
         if user:
             from pgserver.utils import ensure_prefix_permissions
@@ -116,7 +127,7 @@ class Cluster:
         self.primary = Server(self.root / "primary", free_port(), user)
         self.primary.run(_bin("initdb"), "-D", str(self.primary.data), "--auth=trust", "-U", SUPERUSER, "--encoding=utf8")
         with (self.primary.data / "postgresql.conf").open("a") as conf:
-            conf.write("\nwal_level = replica\nmax_wal_senders = 10\nhot_standby = on\n"
+            conf.write("\nwal_level = replica\nmax_wal_senders = 10\nhot_standby = on\nmax_slot_wal_keep_size = 20GB\n"
                        "max_connections = 200\nshared_buffers = 256MB\nfsync = off\n"
                        # a search across every repository locks each one's partitions and their indexes
                        # (about 25 relations per repository): 1,000 repositories need more than the default 64
@@ -124,10 +135,21 @@ class Cluster:
         self.primary.start()
         for number in range(self.replicas):
             standby = Server(self.root / f"replica{number + 1}", free_port(), user)
-            standby.run(_bin("pg_basebackup"), "-h", "127.0.0.1", "-p", str(self.primary.port), "-U", SUPERUSER,
-                        "-D", str(standby.data), "-R", "-X", "stream", "-c", "fast")
-            standby.start()
+            self.seed(standby, f"replica{number + 1}")
             self.standbys.append(standby)
+        ports_file.write_text(json.dumps([s.port for s in [self.primary, *self.standbys]]))
+
+    def seed(self, standby: Server, slot: str) -> None:
+        """A standby copied from the primary (`pg_basebackup -R`), streaming through a replication
+        slot of its own: the primary keeps the WAL it has not received, so a standby that was down
+        catches up when it starts again (without a slot, WAL recycled meanwhile leaves it behind
+        for good; `max_slot_wal_keep_size` bounds what a dead one may hold)."""
+        with contextlib.suppress(subprocess.CalledProcessError):  # a slot a previous standby of that name left
+            self.primary.run(_bin("psql"), "-h", "127.0.0.1", "-p", str(self.primary.port), "-U", SUPERUSER, "-c",
+                             f"SELECT pg_drop_replication_slot('{slot}')")
+        standby.run(_bin("pg_basebackup"), "-h", "127.0.0.1", "-p", str(self.primary.port), "-U", SUPERUSER,
+                    "-D", str(standby.data), "-R", "-X", "stream", "-c", "fast", "-C", "-S", slot)
+        standby.start()
 
     def read_dsn(self, database: str) -> str:
         """libpq's own multi-host string: any standby, at random; the primary when none answers."""

@@ -319,6 +319,8 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=CACHE / "cluster")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--prepare-only", action="store_true", help="select and download, then stop")
+    parser.add_argument("--reuse", action="store_true",
+                        help="search the cluster a previous run left in --work (its index time is not measured again)")
     args = parser.parse_args()
 
     from pg_cluster import Cluster
@@ -337,14 +339,16 @@ def main() -> int:
 
     import shutil
 
-    shutil.rmtree(args.work, ignore_errors=True)
-    cluster = Cluster(args.work, replicas=2)
+    if not args.reuse:
+        shutil.rmtree(args.work, ignore_errors=True)
+    cluster = Cluster(args.work, replicas=2, reuse=args.reuse)
     result: dict[str, object] = {"repositories": len(entries)}
     try:
-        cluster.create_database("team")
         dsn = cluster.primary.uri("team")
-        result["index"] = index_all(dsn, entries, args.writers)
-        print(f"indexed: {result['index']}", file=sys.stderr)
+        if not args.reuse:
+            cluster.create_database("team")
+            result["index"] = index_all(dsn, entries, args.writers)
+            print(f"indexed: {result['index']}", file=sys.stderr)
         cluster.wait_caught_up(timeout=600)
         scoped = _queries(dsn)
         result["scoped_plan"] = scoped_plan(dsn, scoped[0][0])
@@ -368,6 +372,8 @@ def main() -> int:
         result["replica_rejoined"] = True
         print(f"replica killed: {result['replica_killed']}", file=sys.stderr)
         sample = random.Random(3).sample(entries, min(args.verify, len(entries)))
+        with __import__("psycopg").connect(cluster.primary.uri(), autocommit=True) as admin:
+            admin.execute("DROP DATABASE IF EXISTS single")
         cluster.create_database("single")
         single = cluster.primary.uri("single")
         index_all(single, sample, 1)
