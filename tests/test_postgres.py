@@ -293,12 +293,19 @@ def _scans(dsn: str) -> dict[str, int]:
                WHERE schemaname = 'codewhere' AND relname ~ '_r[0-9]+$'""")}
 
 
-def test_a_search_scoped_to_one_repository_reads_only_its_partitions(tmp_path: Path, team_dsn: str) -> None:
+def _shop_and_billing(tmp_path: Path) -> tuple[Index, Index]:
+    """Two repositories in one database, both indexed: the shop and a one-file billing service."""
     fake = FakeEmbedder()
-    with _open(write_tree(tmp_path / "shop", SAMPLE_REPO), embedder=fake) as a, \
-         _open(write_tree(tmp_path / "billing", {"charge.py": "def charge(card):\n    return card\n"}), embedder=fake) as b:
-        a.refresh()
-        b.refresh()
+    shop = _open(write_tree(tmp_path / "shop", SAMPLE_REPO), embedder=fake)
+    billing = _open(write_tree(tmp_path / "billing", {"charge.py": "def charge(card):\n    return card\n"}), embedder=fake)
+    shop.refresh()
+    billing.refresh()
+    return shop, billing
+
+
+def test_a_search_scoped_to_one_repository_reads_only_its_partitions(tmp_path: Path, team_dsn: str) -> None:
+    a, b = _shop_and_billing(tmp_path)
+    with a, b:
         billing = b.store._repo_id  # noqa: SLF001
         a.store._db.execute("SELECT pg_stat_force_next_flush()")  # noqa: SLF001
         before = _scans(team_dsn)
@@ -312,11 +319,8 @@ def test_a_search_scoped_to_one_repository_reads_only_its_partitions(tmp_path: P
 
 
 def test_dropping_a_repository_drops_its_partitions_and_keeps_the_others(tmp_path: Path, team_dsn: str) -> None:
-    fake = FakeEmbedder()
-    with _open(write_tree(tmp_path / "shop", SAMPLE_REPO), embedder=fake) as a, \
-         _open(write_tree(tmp_path / "billing", {"charge.py": "def charge(card):\n    return card\n"}), embedder=fake) as b:
-        a.refresh()
-        b.refresh()
+    a, b = _shop_and_billing(tmp_path)
+    with a, b:
         billing = b.store._repo_id  # noqa: SLF001
         assert b.store.drop_repository() and not b.store.drop_repository()
         assert a.repositories() == ["shop"]
