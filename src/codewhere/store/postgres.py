@@ -229,6 +229,8 @@ class PostgresStore:
         self._next_ids: dict[str, int] = {}  # the writer's next row id per table, under the writer lock
         self._rows_written = 0  # chunks written under the writer lock: enough, and its partitions are analyzed
         self._ef_search = 0  # the HNSW search breadth this connection has set
+        # the repository ids of the last Filters seen: one lookup per search, not one per read
+        self._filter_ids: tuple[Filters | None, list[int]] = (None, [])
 
     # ---- opening -------------------------------------------------------------------------
 
@@ -716,7 +718,7 @@ class PostgresStore:
         model is bound the table is empty, and so is the answer.)"""
         literal = _vector_literal(query)
         where, params = self._filter(filters, "c", "f")
-        among, repos = self._filter(Filters(repos=filters.repos), "embeddings")  # an unscoped search reads every partition
+        among, repos = self._repo_clause(filters, "embeddings")  # an unscoped search reads every partition
         fetch = limit if filters.is_empty() else limit * HNSW_OVERFETCH
         try:
             ef_search = max(100, min(fetch, 1000))
@@ -913,16 +915,20 @@ class PostgresStore:
     def _repo_ids(self, names: Sequence[str]) -> list[int]:
         return [int(r[0]) for r in self._db.execute("SELECT id FROM repos WHERE name = ANY(%s)", (list(names),))]
 
+    def _repo_clause(self, filters: Filters, *aliases: str) -> tuple[str, list[object]]:
+        """`AND alias.repo_id = ANY(ids)` for each alias when the filters name repositories."""
+        if not filters.repos:
+            return "", []
+        if self._filter_ids[0] is not filters:  # a search passes one Filters to each of its reads
+            self._filter_ids = (filters, self._repo_ids(filters.repos))
+        ids = self._filter_ids[1]
+        return " AND " + " AND ".join(f"{alias}.repo_id = ANY(%s)" for alias in aliases), [ids] * len(aliases)
+
     def _filter(self, filters: Filters, *partitioned: str) -> tuple[str, list[object]]:
         """The filters as SQL over files `f`; a repository filter goes on each table in `partitioned`
         (default `f`) as ids, so the planner reads only those repositories' partitions."""
-        clauses: list[str] = []
-        params: list[object] = []
-        if filters.repos:
-            ids = self._repo_ids(filters.repos)
-            for alias in partitioned or ("f",):
-                clauses.append(f"{alias}.repo_id = ANY(%s)")
-                params.append(ids)
+        repo_sql, params = self._repo_clause(filters, *(partitioned or ("f",)))
+        clauses: list[str] = [repo_sql.removeprefix(" AND ")] if repo_sql else []
         if filters.scopes:
             ors = []
             for scope in filters.scopes:
