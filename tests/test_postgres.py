@@ -424,3 +424,10 @@ def test_a_server_refusal_is_one_line_with_the_servers_hint(tmp_path: Path, team
         with pytest.raises(IndexFileError, match="refused: out of shared memory") as info:
             index.repositories()
         assert "max_locks_per_transaction" in info.value.hint and not db.closed
+
+
+def test_the_read_dsn_is_a_setting_and_its_password_is_never_printed(monkeypatch) -> None:
+    monkeypatch.setenv("CODEWHERE_READ_DSN", "postgresql://reader:hunter2@r1,r2/code?target_session_attrs=prefer-standby")
+    rows = {key: (env, value) for key, env, value, _ in Settings.from_env().effective()}
+    env, shown = rows["index.read_dsn"]
+    assert env == "CODEWHERE_READ_DSN" and "hunter2" not in str(shown) and "r1,r2/code" in str(shown)
