@@ -537,7 +537,7 @@ class Index:
     ) -> Filters:
         excluded = tuple(kind for kind, on in ((FileKind.TEST, exclude_tests), (FileKind.DOCS, exclude_docs)) if on)
         if repos:
-            unknown = sorted(set(repos) - set(self.store.repositories()))
+            unknown = sorted(set(repos) - set(self.store.repositories(repos)))
             if unknown:
                 known = ", ".join(self.store.repositories()) or "none yet"
                 raise QueryError(f"no repository named {', '.join(unknown)} in {self.store.location}", f"indexed: {known}")

@@ -1053,7 +1053,9 @@ class PostgresStore:
         rows = self._db.execute(f"SELECT f.path FROM files f WHERE f.skip_reason IS NULL {where}", params)
         return [r[0] for r in rows]
 
-    def repositories(self) -> list[str]:
+    def repositories(self, named: Sequence[str] | None = None) -> list[str]:
+        if named is not None:  # which of these exist: one indexed lookup, not the whole list
+            return [r[0] for r in self._db.execute("SELECT name FROM repos WHERE name = ANY(%s) ORDER BY name", (list(named),))]
         return [r[0] for r in self._db.execute("SELECT name FROM repos ORDER BY name")]
 
     def stats(self) -> StoreStats:

@@ -140,8 +140,8 @@ class Rows(Graph):
         where, params = self._filter(filters)
         return [r[0] for r in self._db.execute(f"SELECT f.path FROM files f WHERE f.skip_reason IS NULL{where}", params)]
 
-    def repositories(self) -> list[str]:
-        return [self.repo]
+    def repositories(self, named: Sequence[str] | None = None) -> list[str]:
+        return [self.repo] if named is None else [name for name in named if name == self.repo]
 
     def stats(self) -> StoreStats:
         db = self._db
