@@ -431,3 +431,25 @@ def test_the_read_dsn_is_a_setting_and_its_password_is_never_printed(monkeypatch
     rows = {key: (env, value) for key, env, value, _ in Settings.from_env().effective()}
     env, shown = rows["index.read_dsn"]
     assert env == "CODEWHERE_READ_DSN" and "hunter2" not in str(shown) and "r1,r2/code" in str(shown)
+
+
+def test_cli_drops_one_repository_and_keeps_the_others(tmp_path: Path, team_dsn: str, cli) -> None:
+    write_tree(tmp_path / "shop", SAMPLE_REPO)
+    write_tree(tmp_path / "billing", {"charge.py": "def charge(card):\n    return card\n"})
+    assert cli("index", str(tmp_path / "shop")).code == 0
+    assert cli("index", str(tmp_path / "billing")).code == 0
+    dropped = cli("index", str(tmp_path / "billing"), "--drop")
+    assert dropped.code == 0 and "dropped repository billing" in dropped.out
+    assert cli("index", str(tmp_path / "billing"), "--drop", "--json").json() == {"repository": "billing", "dropped": False}
+    gone = cli("search", "charge", "--repo", "billing", cwd=tmp_path)
+    assert gone.code == 2 and "no repository named billing" in gone.err and "shop" in gone.err
+    assert cli("search", "charge_credit_card", "--repo", "shop", "-k", "1", cwd=tmp_path).out.startswith("shop:src/shop/payment.py:")
+
+
+def test_cli_drop_of_a_folders_own_index_is_one_line(tmp_path: Path, cli, monkeypatch) -> None:
+    monkeypatch.delenv("CODEWHERE_DSN", raising=False)
+    root = write_tree(tmp_path / "shop", SAMPLE_REPO)
+    assert cli("index", str(root)).code == 0
+    refused = cli("index", str(root), "--drop")
+    assert refused.code == 2 and "shared (PostgreSQL) index" in refused.err and "delete" in refused.err
+    assert len(refused.err.strip().splitlines()) == 1

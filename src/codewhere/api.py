@@ -303,6 +303,15 @@ class Index:
         coverage = self.tier_coverage()
         return coverage.line() if coverage else None
 
+    def drop_repository(self, wait_seconds: float | None = None) -> bool:
+        """Remove this folder's repository from a shared index, under its writer lock (an indexer of
+        it finishes first); False when it was not there."""
+        drop = getattr(self.store, "drop_repository", None)
+        if drop is None:
+            raise QueryError("only a shared (PostgreSQL) index holds repositories to drop", "delete the index file instead")
+        with self.store.writer_lock(self.settings.lock_wait_seconds if wait_seconds is None else wait_seconds):
+            return bool(drop())
+
     def replica_line(self, always: bool = False) -> str | None:
         """Where a team index's reads came from when that is a replica: for a search only when it
         lags the primary, for status `always`, with the repository's write count on both."""

@@ -119,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("index", help="index a folder, or refresh its index incrementally")
     p.add_argument("path", nargs="?", default=None, help="folder to index (default: the enclosing git repository, else .)")
     p.add_argument("--rebuild", action="store_true", help="build the index from scratch beside the old one, then swap it in")
+    p.add_argument("--drop", action="store_true",
+                   help="remove the repository (--repo NAME, default: the folder's name) from a shared index: its "
+                        "partitions are detached and dropped, the other repositories stay")
     _add_quality_option(p, filled_here=True)
     p.add_argument("--wait", type=float, default=None, metavar="SECONDS", help="how long to wait for another indexer")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -362,6 +365,8 @@ def _print_lines(lines: Sequence[str]) -> Callable[[], None]:
 
 
 def _cmd_index(args: argparse.Namespace) -> Answer:
+    if args.drop:
+        return _drop_repository(args)
     with _open(args, rebuild=args.rebuild) as index:
         with _progress(args) as progress:
             report = index.refresh(progress, wait_seconds=args.wait, rebuild=args.rebuild)
@@ -428,6 +433,17 @@ def _cmd_config(args: argparse.Namespace) -> Answer:
     lines = [f"{key:<26} {'' if value is None else value!s:<40} {source}{f'  (env {env})' if env and not source.startswith('env') else ''}"
              for key, env, value, source in rows]
     return Answer(data, _print_lines(lines))
+
+
+def _drop_repository(args: argparse.Namespace) -> Answer:
+    with _open(args, create=False) as index:
+        if not index.shared:
+            raise QueryError("--drop removes a repository from a shared (PostgreSQL) index",
+                             f"this folder's own index is a file: delete {index.store.location} to remove it")
+        repo = str(getattr(index.store, "repo", ""))
+        dropped = index.drop_repository(args.wait)
+    line = f"dropped repository {repo} (its partitions with it)" if dropped else f"no repository named {repo}: nothing dropped"
+    return Answer({"repository": repo, "dropped": dropped}, _print_lines([line]), dropped)
 
 
 def _cmd_status(args: argparse.Namespace) -> Answer:
