@@ -360,7 +360,7 @@ class PostgresStore:
         partitions stay: readers see the old rows until the rebuild commits). Call under the
         writer lock."""
         with self.transaction():
-            self._delete_rows("TRUE", (), [t for t in PARTITIONED if t != "embeddings"])
+            self.clear_files()
             self._db.execute("DELETE FROM repo_meta WHERE repo_id = %s", (self._rid(),))
 
     def drop_repository(self) -> bool:
@@ -447,7 +447,10 @@ class PostgresStore:
     # ---- replicas ------------------------------------------------------------------------
 
     def replica_lag(self) -> ReplicaLag | None:
-        """Where reads come from and how far behind the primary it is; None on the primary."""
+        """Where reads come from and how far behind the primary it is; None on the primary, and
+        without a read DSN, with no query: reads then go to the primary (a search asks this each time)."""
+        if self._writing or not self.read_dsn:
+            return None
         db = self._db
         row = db.execute(
             """SELECT pg_is_in_recovery(),
@@ -655,6 +658,7 @@ class PostgresStore:
         """Nothing to prepare: PostgreSQL's keyword index has no compact form."""
 
     def clear_files(self) -> None:
+        """Every file's rows; the vectors stay (keyed by text, what the rewrite reuses)."""
         self._delete_rows("TRUE", (), [t for t in PARTITIONED if t != "embeddings"])
 
     # ---- vectors -------------------------------------------------------------------------
