@@ -88,12 +88,12 @@ class EdgeSource(NamedTuple):
     target_id: int
 
 
-def edge_sources_sql(targets: str, kinds: str) -> str:
+def edge_sources_sql(targets: str, kinds: str, file_join: str = "f.id = e.file_id", where: str = "") -> str:
     """(source id, edge kind, path, line, resolution, target id) of the call and inherit edges into
     a set of symbols: one level of an impact walk. `targets` and `kinds` are each store's list
-    placeholders."""
-    return f"""SELECT e.source_id, e.kind, f.path, e.line, e.resolution, e.target_id FROM edges e JOIN files f ON f.id = e.file_id
-               WHERE e.target_id IN ({targets}) AND e.kind IN ({kinds}) AND e.source_id IS NOT NULL
+    placeholders; `file_join` and `where` (`… AND `) what its keys add."""
+    return f"""SELECT e.source_id, e.kind, f.path, e.line, e.resolution, e.target_id FROM edges e JOIN files f ON {file_join}
+               WHERE {where}e.target_id IN ({targets}) AND e.kind IN ({kinds}) AND e.source_id IS NOT NULL
                ORDER BY f.path, e.line"""
 
 

@@ -47,6 +47,7 @@ from codewhere.store.base import (
     StoreStats,
     chunk_row,
     definition_rows,
+    edge_sources_sql,
     grouped,
     like_escape,
     path_bounds,
@@ -101,11 +102,10 @@ HNSW_OVERFETCH = 10  # a filtered KNN asks the HNSW index for this many times th
 
 FILE_FTS_CHARS = 500_000  # of a file's body tokens: a tsvector holds at most 1 MB
 
-# edge_sources_sql's question with the partition key: the targets' repositories are read, no other
-_EDGE_SOURCES_SQL = """SELECT e.source_id, e.kind, f.path, e.line, e.resolution, e.target_id
-    FROM edges e JOIN files f ON f.repo_id = e.repo_id AND f.id = e.file_id
-    WHERE e.repo_id = ANY(%(repos)s) AND f.repo_id = ANY(%(repos)s) AND e.target_id = ANY(%(targets)s) AND e.kind = ANY(%(kinds)s) AND e.source_id IS NOT NULL
-    ORDER BY f.path, e.line"""
+# with the partition key: the targets' repositories are read, no other
+_EDGE_SOURCES_SQL = edge_sources_sql(
+    "SELECT unnest(%(targets)s::bigint[])", "SELECT unnest(%(kinds)s::text[])", "f.repo_id = e.repo_id AND f.id = e.file_id",
+    "e.repo_id = ANY(%(repos)s) AND f.repo_id = ANY(%(repos)s) AND ")
 
 # a chunk as search reads it (types.ChunkRow), with its file id last; the repositories it may be in
 # are named for each partitioned table (definitions, files, chunks), so the planner reads only theirs
