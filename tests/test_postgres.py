@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from codewhere.api import Index
+from codewhere.api import Index, SearchRequest
 from codewhere.config import Settings, redact_dsn
 from codewhere.embed.fake import FakeEmbedder
 from codewhere.errors import IndexBusyError, IndexFileError, ModelError, QueryError
@@ -453,3 +453,87 @@ def test_cli_drop_of_a_folders_own_index_is_one_line(tmp_path: Path, cli, monkey
     refused = cli("index", str(root), "--drop")
     assert refused.code == 2 and "shared (PostgreSQL) index" in refused.err and "delete" in refused.err
     assert len(refused.err.strip().splitlines()) == 1
+
+
+WEATHER = {"forecast.py": "def forecast_rain(city):\n    \"\"\"Tomorrow's rain forecast for a city.\"\"\"\n    return radar(city)\n"}
+
+
+def _three_repositories(tmp_path: Path) -> tuple[Index, Index, Index]:
+    """The shop, billing and a weather service in one database, all indexed."""
+    shop, billing = _shop_and_billing(tmp_path)
+    weather = _open(write_tree(tmp_path / "weather", WEATHER), embedder=FakeEmbedder())
+    weather.refresh()
+    return shop, billing, weather
+
+
+def test_a_search_across_many_repositories_reads_those_its_words_point_to(tmp_path: Path, team_dsn: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEWHERE_ROUTE_REPOSITORIES", "1")
+    a, b, c = _three_repositories(tmp_path)
+    with a, b, c:
+        weather = c.store._repo_id  # noqa: SLF001
+        a.store._db.execute("SELECT pg_stat_force_next_flush()")  # noqa: SLF001
+        before = _scans(team_dsn)
+        hits = a.search("rain forecast for tomorrow", k=5)
+        a.store._db.execute("SELECT pg_stat_force_next_flush()")  # noqa: SLF001
+        touched = {name for name, n in _scans(team_dsn).items() if n > before.get(name, 0)}
+        assert a.routed() is not None and a.routed().names == ("weather",) and a.routed().among == 3
+        assert hits and {h.repo for h in hits} == {"weather"}
+        assert touched and all(name.endswith(f"_r{weather}") for name in touched)  # no other repository's partitions
+        assert "searched the 1 of 3 repositories" in a.routed().line() and "weather" in a.routed().line()
+        # every repository when asked, or when no repository holds a word of the question
+        assert {h.repo for h in a.run(SearchRequest("charge card", k=20, all_repos=True))} >= {"shop", "billing"}
+        assert a.routed() is None
+        a.search("zyzzogeton", k=5)
+        assert a.routed() is None
+        # a refresh counts its repository's words again: billing now holds the words, and the
+        # shop, whose payment file goes, no longer holds "gateway"
+        (tmp_path / "billing" / "rain.py").write_text("def rain_forecast_fee(city):\n    return forecast_rain(city)\n")
+        b.refresh()
+        monkeypatch.setenv("CODEWHERE_ROUTE_REPOSITORIES", "2")
+        with _open(tmp_path / "shop", embedder=FakeEmbedder()) as wider:
+            wider.search("rain forecast", k=5)
+            assert set(wider.routed().names) == {"weather", "billing"}
+            (tmp_path / "shop" / "src/shop/payment.py").unlink()
+            wider.refresh(vectors=False)
+            wider.search("gateway", k=5)
+            assert wider.routed() is None  # no repository holds it now
+        assert c.store.drop_repository()
+    with psycopg.connect(team_dsn, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM codewhere.repo_words WHERE repo_id = %s", (weather,)).fetchone()[0] == 0
+
+
+def test_a_version_7_database_gets_each_repositorys_words(tmp_path: Path, team_dsn: str) -> None:
+    a, b = _shop_and_billing(tmp_path)
+    a.close()
+    b.close()
+    with psycopg.connect(team_dsn, autocommit=True) as conn:
+        conn.execute("SET search_path = codewhere")
+        conn.execute("DROP TABLE repo_words")
+        conn.execute("ALTER TABLE repos DROP COLUMN file_count")
+        conn.execute("UPDATE settings SET value = '7' WHERE key = 'schema_version'")
+    with _open(tmp_path / "shop", embedder=FakeEmbedder()):
+        pass
+    with psycopg.connect(team_dsn, autocommit=True) as conn:
+        conn.execute("SET search_path = codewhere")
+        assert conn.execute("SELECT value FROM settings WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+        counts = dict(conn.execute("SELECT name, file_count FROM repos").fetchall())
+        assert counts == {"shop": len(SAMPLE_REPO), "billing": 1}
+        held = dict(conn.execute("""SELECT w.word, w.files FROM repo_words w JOIN repos r ON r.id = w.repo_id
+                                    WHERE r.name = 'shop' AND w.word IN ('charge', 'cart')""").fetchall())
+        assert held["charge"] >= 1 and held["cart"] >= 1
+
+
+def test_cli_says_which_repositories_a_search_across_them_read(tmp_path: Path, team_dsn: str, cli,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEWHERE_ROUTE_REPOSITORIES", "1")
+    write_tree(tmp_path / "shop", SAMPLE_REPO)
+    write_tree(tmp_path / "weather", WEATHER)
+    assert cli("index", str(tmp_path / "shop")).code == 0
+    assert cli("index", str(tmp_path / "weather")).code == 0
+    routed = cli("search", "rain forecast", cwd=tmp_path)
+    assert routed.code == 0 and routed.out.startswith("weather:forecast.py:")
+    assert "searched the 1 of 2 repositories" in routed.err and "--all-repos" in routed.err
+    assert cli("search", "rain forecast", "--json", cwd=tmp_path).json()["repositories"] == {"searched": ["weather"], "of": 2}
+    every = cli("search", "rain forecast", "--all-repos", "--json", cwd=tmp_path).json()
+    assert "repositories" not in every

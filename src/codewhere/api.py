@@ -41,7 +41,7 @@ from codewhere.search.query import parse_query
 from codewhere.search.ranking import SIGNALS
 from codewhere.search.ranking_sets import RankingSet, ranking_set_for
 from codewhere.store import SearchReader, Store, StoreStats, open_store
-from codewhere.store.base import ReplicaReads
+from codewhere.store.base import ReplicaReads, Route, RoutesRepositories
 from codewhere.store.shared_vectors import SharedVectors
 from codewhere.store.sqlite import SqliteStore
 from codewhere.store.warm import WarmReader
@@ -130,7 +130,9 @@ def normalise_scope(root: Path, scope: str) -> str:
 class SearchRequest:
     """One search, as every surface asks it. `disabled_signals` names ranking signals to switch
     off ("all": plain RRF fusion; see search/ranking/); `kinds` keeps only these file kinds;
-    `repos` limits a shared index to those repositories (default: all)."""
+    `repos` limits a shared index to those repositories; without them a search of a shared index
+    of many repositories reads the few its words point to (`search.route_repositories`), unless
+    `all_repos`."""
 
     query: str
     k: int = DEFAULT_K
@@ -142,6 +144,7 @@ class SearchRequest:
     kinds: tuple[str, ...] | None = None
     repos: tuple[str, ...] = ()
     rerank: bool = True
+    all_repos: bool = False
 
 
 GIT_COMMIT, GIT_BRANCH = "git_commit", "git_branch"  # meta: HEAD when the index last changed ("": no git)
@@ -206,6 +209,7 @@ class Index:
         self._tier_embedder: Embedder | None = None
         # (change token, whether the tier is in use, its reader once read)
         self._tier_cache: tuple[object, bool, SearchReader | None] | None = None
+        self._routed = threading.local()  # this thread's last search: the repositories it was routed to
 
     @classmethod
     def open(
@@ -311,6 +315,11 @@ class Index:
             raise QueryError("only a shared (PostgreSQL) index holds repositories to drop", "delete the index file instead")
         with self.store.writer_lock(self.settings.lock_wait_seconds if wait_seconds is None else wait_seconds):
             return bool(drop())
+
+    def routed(self) -> Route | None:
+        """The repositories this thread's last search was routed to; None when it read every one
+        (or named its own)."""
+        return getattr(self._routed, "route", None)
 
     def replica_line(self, always: bool = False) -> str | None:
         """Where a team index's reads came from when that is a replica: for a search only when it
@@ -604,7 +613,16 @@ class Index:
         ranking = self._ranking(tiered is not None)
         off = signal_set(request.disabled_signals) | ranking.off
         reranker = self.reranker() if request.rerank else None
-        hits = engine.search(tiered or self.reader, parse_query(query), k, mode, filters, embedder, off, reranker,
+        parsed = parse_query(query)
+        self._routed.route = None
+        if not filters.repos and not request.all_repos and self.settings.route_repositories > 0 \
+                and isinstance(self.store, RoutesRepositories):
+            # across many repositories: first the few whose files hold the question's words, then
+            # the search in those (one over every partition of a thousand repositories takes seconds)
+            self._routed.route = self.store.route(parsed.terms, self.settings.route_repositories)
+            if self._routed.route is not None:
+                filters = replace(filters, repos=self._routed.route.names)
+        hits = engine.search(tiered or self.reader, parsed, k, mode, filters, embedder, off, reranker,
                              self.settings.rerank_top_n, ranking.params)
         if not hits and filters.scopes and not self.store.indexed_paths(Filters(scopes=filters.scopes, repos=filters.repos)):
             raise QueryError(f"--scope {', '.join(filters.scopes)} matches no indexed file in {self.root}",

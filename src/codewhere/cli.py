@@ -87,7 +87,10 @@ def _add_index_options(command: argparse.ArgumentParser, repo_filter: bool = Fal
                         "default: postgres when CODEWHERE_DSN is set, else sqlite")
     if repo_filter:
         p.add_argument("--repo", action="append", default=[], metavar="NAME",
-                       help="search only this repository of a shared index (repeatable; default: all)")
+                       help="search only this repository of a shared index (repeatable; default: the 20 "
+                            "whose files hold the question's words best, where it holds more)")
+        p.add_argument("--all-repos", action="store_true",
+                       help="search every repository of a shared index, however many (slower past a few dozen)")
     else:
         p.add_argument("--repo", metavar="NAME",
                        help="the folder's repository name in a shared index (default: the folder's name)")
@@ -399,13 +402,14 @@ def _cmd_search(args: argparse.Namespace) -> Answer:
         request = SearchRequest(
             args.query, k=args.k * shape.overfetch, mode=args.mode, scopes=tuple(args.scope),
             exclude_tests=args.exclude_tests, exclude_docs=args.exclude_docs, disabled_signals=tuple(args.no_signal),
-            repos=tuple(args.repo), rerank=not args.no_rerank,
+            repos=tuple(args.repo), rerank=not args.no_rerank, all_repos=args.all_repos,
         )
         with _progress(args) as progress:
             hits = shape.apply(index.run_fresh(request, progress, vectors=vectors), args.k, index.file_lines)
         root = str(index.root)
         ranking = index.ranking_set.name
         replica = index.replica_line()
+        routed = index.routed()
 
     def show() -> None:
         if args.files_with_matches:
@@ -417,10 +421,14 @@ def _cmd_search(args: argparse.Namespace) -> Answer:
             err_console.print(f"no hits for {args.query!r}", highlight=False)
         if replica:
             err_console.print(replica, highlight=False)
+        if routed:
+            err_console.print(f"{routed.line()}; --repo NAME to choose, --all-repos for every one", highlight=False)
 
     answer = output.search(args.query, hits, root, ranking)
     if replica:
         answer["replica"] = replica
+    if routed:
+        answer["repositories"] = routed.out()
     if args.files_with_matches:
         answer["paths"] = hit_filter.paths_of(hits)
     return Answer(answer, show, bool(hits))

@@ -61,6 +61,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("dsn", "index", "dsn", "CODEWHERE_DSN", str),
     Option("read_dsn", "index", "read_dsn", "CODEWHERE_READ_DSN", str),
     Option("repo", "index", "repo", "CODEWHERE_REPO", str),
+    Option("route_repositories", "search", "route_repositories", "CODEWHERE_ROUTE_REPOSITORIES", int),
     Option("model", "embedder", "model", "CODEWHERE_MODEL", str),
     Option("models_dir", "embedder", "models_dir", "CODEWHERE_MODELS_DIR", Path),
     Option("max_seq_length", "embedder", "max_seq_length", "CODEWHERE_MAX_SEQ_LENGTH", int),
@@ -96,6 +97,9 @@ class Settings:
     # postgresql://r1,r2,primary/code?target_session_attrs=prefer-standby&load_balance_hosts=random
     read_dsn: str | None = None
     repo: str | None = None  # the repository's name in a shared index; default: the folder's name
+    # a search across a shared index of more repositories than this reads only this many: those
+    # whose files hold its words best (docs/team.md); 0 reads every one
+    route_repositories: int = 20
     max_seq_length: int | None = None  # transformer embedders: tokens per chunk (default: the model's)
     embed_base_url: str = "http://localhost:11434/v1"  # openai:MODEL embedders
     embed_api_key_env: str | None = None  # the NAME of the env var holding the endpoint's key

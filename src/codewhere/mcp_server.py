@@ -139,6 +139,8 @@ def build_server(workspace: Workspace) -> MCPServer:
                 answer["index"] = f"answered from the last committed state; the watcher is {note}"
             if replica := index.replica_line():
                 answer["replica"] = replica
+            if routed := index.routed():
+                answer["repositories"] = routed.out()
             return compact(answer)
         return await call(ctx, go)
 

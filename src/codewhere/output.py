@@ -17,6 +17,7 @@ from codewhere.graph import Impact, Reference
 from codewhere.indexer import IndexReport
 from codewhere.precise import HIDDEN_META
 from codewhere.store import StoreStats
+from codewhere.store.base import RoutedOut
 from codewhere.types import Hit, SymbolRow
 
 # `why`: each retriever that found the chunk and its 1-based rank there, then each ranking signal
@@ -54,6 +55,7 @@ class SearchOut(TypedDict):
     paths: NotRequired[list[str]]  # ripgrep's -l: the hits' paths, best first, once each
     ranking: NotRequired[str]  # the parameter set that ranked (search/ranking_sets.py): the model it was fitted for, or neutral
     replica: NotRequired[str]  # a team index read on a replica that is behind the primary: by how much
+    repositories: NotRequired[RoutedOut]  # a search across a team index of many repositories: the ones it read
 
 
 class SymbolOut(TypedDict):

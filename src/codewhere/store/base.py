@@ -11,7 +11,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypedDict, TypeVar, runtime_checkable
 
 import numpy as np
 
@@ -339,6 +339,33 @@ class ReplicaLag:
             return f"answered by replica {self.server}, caught up with the primary"
         since = "" if self.seconds_since_replay is None else f", last change applied {self.seconds_since_replay:.1f} s ago"
         return f"answered by replica {self.server}, {self.bytes_behind:,} bytes of WAL behind the primary{since}"
+
+
+@runtime_checkable
+class RoutesRepositories(Protocol):
+    """A store of many repositories that can name the few a question's words point to (the team
+    index): a search across every repository reads only those."""
+
+    def route(self, words: Sequence[str], limit: int) -> Route | None: ...
+
+
+class RoutedOut(TypedDict):
+    searched: list[str]  # the repositories a search across a team index read, best first
+    of: int  # of how many
+
+
+class Route(NamedTuple):
+    """The repositories a search across all of them reads: `names`, best first, of `among`."""
+
+    names: tuple[str, ...]
+    among: int
+
+    def out(self) -> RoutedOut:
+        return {"searched": list(self.names), "of": self.among}
+
+    def line(self) -> str:
+        shown = ", ".join(self.names[:5]) + (f" and {len(self.names) - 5} more" if len(self.names) > 5 else "")
+        return f"searched the {len(self.names)} of {self.among:,} repositories whose files hold the question's words best ({shown})"
 
 
 @runtime_checkable

@@ -233,7 +233,43 @@ def partition_by_repository(db: psycopg.Connection) -> None:
         db.execute(sql.SQL("DROP TABLE {} CASCADE").format(sql.Identifier(f"{table}_v6")))
 
 
-MIGRATIONS: tuple[str | Callable[[psycopg.Connection], None], ...] = (*TEXT_MIGRATIONS, partition_by_repository)
+# Version 8: which words each repository's files hold, and in how many of them: what routes a search
+# across every repository to the few whose files hold its words (the search's first stage; see
+# `count_words`). Unpartitioned (a sharded database distributes it by repo_id like the rest), one
+# row per repository and word, read by word.
+REPOSITORY_WORDS = """
+ALTER TABLE repos ADD COLUMN file_count INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE repo_words(
+    repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,
+    word TEXT NOT NULL,
+    files INTEGER NOT NULL,
+    PRIMARY KEY (repo_id, word));
+CREATE INDEX repo_words_by_word ON repo_words(word);
+"""
+
+
+def count_words(db: psycopg.Connection, repo_id: int) -> None:
+    """A repository's words again, from its files' keyword vectors (PostgreSQL's own `ts_stat`:
+    each word and the number of files holding it), with its file count: after each write that
+    changed its files, and once for every repository by the migration."""
+    partition = sql.Identifier(SCHEMA, partition_name("files", repo_id))
+    db.execute("DELETE FROM repo_words WHERE repo_id = %s", (repo_id,))
+    db.execute(sql.SQL("INSERT INTO repo_words(repo_id, word, files) SELECT %s, word, ndoc FROM ts_stat({})").format(
+        sql.Literal(sql.SQL("SELECT fts FROM {} WHERE fts IS NOT NULL").format(partition).as_string(db))), (repo_id,))
+    db.execute(sql.SQL("UPDATE repos SET file_count = (SELECT count(*) FROM {} WHERE fts IS NOT NULL) WHERE id = %s").format(partition),
+               (repo_id,))
+
+
+def add_repository_words(db: psycopg.Connection) -> None:
+    """Version 7 → 8: the words table, filled for every repository already there."""
+    db.execute(REPOSITORY_WORDS)
+    for (repo_id,) in db.execute("SELECT id FROM repos ORDER BY id").fetchall():
+        if db.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.{partition_name('files', int(repo_id))}",)).fetchone() != (None,):
+            count_words(db, int(repo_id))
+
+
+MIGRATIONS: tuple[str | Callable[[psycopg.Connection], None], ...] = (
+    *TEXT_MIGRATIONS, partition_by_repository, add_repository_words)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

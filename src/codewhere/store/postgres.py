@@ -44,6 +44,7 @@ from codewhere.store.base import (
     FileStamp,
     FileState,
     ReplicaLag,
+    Route,
     StoreStats,
     chunk_row,
     definition_rows,
@@ -62,6 +63,7 @@ from codewhere.store.pg_schema import (
     PARTITIONED,
     SCHEMA,
     SCHEMA_VERSION,
+    count_words,
     create_partitions,
     drop_partitions,
     first_id,
@@ -99,6 +101,7 @@ RANK_NORMALISATION = 1  # divide by 1 + log(document length): long chunks don't 
 MODEL_KEYS = ("model_id", "model_dim", "model_fingerprint")  # the database's model, in `settings`
 ANALYZE_AFTER_ROWS = 1000  # chunks written by one indexer run after which its partitions get fresh statistics
 HNSW_OVERFETCH = 10  # a filtered KNN asks the HNSW index for this many times the rows, then filters
+ROUTE_K1, ROUTE_B = 1.2, 0.75  # BM25's usual saturation and length weight, for routing a search to repositories
 
 FILE_FTS_CHARS = 500_000  # of a file's body tokens: a tsvector holds at most 1 MB
 
@@ -228,6 +231,7 @@ class PostgresStore:
         self._repo_id: int | None = None
         self._next_ids: dict[str, int] = {}  # the writer's next row id per table, under the writer lock
         self._rows_written = 0  # chunks written under the writer lock: enough, and its partitions are analyzed
+        self._files_changed = False  # under the writer lock: its words are counted again when it ends
         self._ef_search = 0  # the HNSW search breadth this connection has set
         # the repository ids of the last Filters seen: one lookup per search, not one per read
         self._filter_ids: tuple[Filters | None, list[int]] = (None, [])
@@ -421,10 +425,14 @@ class PostgresStore:
             self._repo_id = self._find_repo_id()  # another indexer may have created or rebuilt it
             self._next_ids.clear()
             self._rows_written = 0
+            self._files_changed = False
             yield
             if self._repo_id is not None and self._rows_written and (
                     self._rows_written >= ANALYZE_AFTER_ROWS or self._never_analyzed(self._repo_id)):
                 self._analyze(self._repo_id)
+            if self._repo_id is not None and self._files_changed:
+                with self._db.transaction():
+                    count_words(self._db, self._repo_id)
         finally:
             self._next_ids.clear()
             self._db.execute("SELECT pg_advisory_unlock(%s, %s)", key)
@@ -553,6 +561,7 @@ class PostgresStore:
 
     def _upsert_file(self, record: FileRecord, digest: str | None, skip: SkipReason | None) -> int:
         rid = self._rid()
+        self._files_changed = True
         row = self._db.execute(
             """INSERT INTO files(repo_id, id, path, size, mtime_ns, hash, kind, language, skip_reason)
                VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s)
@@ -648,6 +657,7 @@ class PostgresStore:
         ids = [int(r[0]) for r in self._db.execute(
             "DELETE FROM files WHERE repo_id = %s AND path = ANY(%s) RETURNING id", (self._rid(), list(paths)))]
         if ids:
+            self._files_changed = True
             self._delete_content_of(ids)
 
     def forget_contents(self, paths: Sequence[str]) -> None:
@@ -659,6 +669,7 @@ class PostgresStore:
 
     def clear_files(self) -> None:
         """Every file's rows; the vectors stay (keyed by text, what the rewrite reuses)."""
+        self._files_changed = True
         self._delete_rows("TRUE", (), [t for t in PARTITIONED if t != "embeddings"])
 
     # ---- vectors -------------------------------------------------------------------------
@@ -1056,6 +1067,26 @@ class PostgresStore:
         where, params = self._filter(filters)
         rows = self._db.execute(f"SELECT f.path FROM files f WHERE f.skip_reason IS NULL {where}", params)
         return [r[0] for r in rows]
+
+    def route(self, words: Sequence[str], limit: int) -> Route | None:
+        """The `limit` repositories whose files hold these words best, best first (BM25 with each
+        repository one document, a word's count the files that hold it, its length its file count);
+        None when the index holds no more than `limit` repositories, or none of them holds a word:
+        then the search reads every one."""
+        words = sorted({w for term in words for w in re.findall(r"\w+", term.lower())})
+        among = int(self._scalar("SELECT count(*) FROM repos"))
+        if not words or among <= limit:
+            return None
+        rows = self._db.execute(
+            """WITH held AS (SELECT repo_id, word, files FROM repo_words WHERE word = ANY(%s)),
+                    spread AS (SELECT word, count(*) AS repos FROM held GROUP BY word),
+                    everyone AS (SELECT count(*) AS repos, greatest(avg(file_count), 1) AS files FROM repos)
+               SELECT r.name, sum(ln(1 + (everyone.repos - spread.repos + 0.5) / (spread.repos + 0.5))
+                                  * held.files * %s / (held.files + %s * (1 - %s + %s * r.file_count / everyone.files))) AS score
+               FROM held JOIN spread USING (word) JOIN repos r ON r.id = held.repo_id, everyone
+               GROUP BY r.name ORDER BY score DESC, r.name LIMIT %s""",
+            (words, ROUTE_K1 + 1, ROUTE_K1, ROUTE_B, ROUTE_B, limit)).fetchall()
+        return Route(tuple(str(name) for name, _ in rows), among) if rows else None
 
     def repositories(self, named: Sequence[str] | None = None) -> list[str]:
         if named is not None:  # which of these exist: one indexed lookup, not the whole list
