@@ -252,7 +252,9 @@ def load(dsn: str, read_dsn: str | None, searchers: int, seconds: float, scoped:
 
 
 def latency(dsn: str, scoped: list[tuple[str, str]], rounds: int, all_rounds: int) -> dict[str, object]:
-    from codewhere.api import Index
+    """One searcher: scoped searches; plain-language searches across every repository, routed
+    (the default) and reading every one (`--all-repos`); and how far the two agree."""
+    from codewhere.api import Index, SearchRequest
     from codewhere.embed.registry import DEFAULT_MODEL, load_embedder
 
     settings = _settings(dsn)
@@ -261,7 +263,8 @@ def latency(dsn: str, scoped: list[tuple[str, str]], rounds: int, all_rounds: in
     out: dict[str, object] = {}
     with Index.open(Path(tempfile.mkdtemp()), settings=settings, embedder=embedder) as index:
         for label, ask in (("scoped", lambda: (lambda r, n: index.search(n, k=10, repos=[r]))(*rng.choice(scoped))),
-                           ("all", lambda: index.search(rng.choice(PLAIN_QUESTIONS), k=10))):
+                           ("all", lambda: index.search(rng.choice(PLAIN_QUESTIONS), k=10)),
+                           ("all_every", lambda: index.run(SearchRequest(rng.choice(PLAIN_QUESTIONS), k=10, all_repos=True)))):
             ask()
             times = []
             for _ in range(rounds if label == "scoped" else all_rounds):
@@ -271,7 +274,31 @@ def latency(dsn: str, scoped: list[tuple[str, str]], rounds: int, all_rounds: in
             times.sort()
             out[label] = {"p50_ms": round(1000 * statistics.median(times), 1),
                           "p99_ms": round(1000 * times[int(0.99 * (len(times) - 1))], 1), "runs": len(times)}
+        out["routing_agreement"] = agreement(index, scoped)
     return out
+
+
+def agreement(index, scoped: list[tuple[str, str]], identifiers: int = 32) -> dict[str, object]:  # noqa: ANN001
+    """How much of the search reading every repository the routed one keeps: per plain-language
+    question the share of its top 10 found in the routed top 10, and whether the first hit is the
+    same; per identifier (one a repository defines, asked without naming it) whether the routed top
+    10 still holds a hit of the defining repository where reading every one does."""
+    from codewhere.api import SearchRequest
+
+    def top(query: str, every: bool) -> list[tuple[str, str, int]]:
+        return [(h.repo, h.path, h.start_line) for h in index.run(SearchRequest(query, k=10, all_repos=every))]
+
+    kept, first = [], 0
+    for question in PLAIN_QUESTIONS:
+        every, routed = top(question, True), top(question, False)
+        kept.append(len(set(every) & set(routed)) / max(1, len(every)))
+        first += bool(every and routed and every[0] == routed[0])
+    found = {"every": 0, "routed": 0}
+    for repo, name in random.Random(5).sample(scoped, min(identifiers, len(scoped))):
+        for label, every in (("every", True), ("routed", False)):
+            found[label] += any(hit[0] == repo for hit in top(name, every))
+    return {"plain_top10_kept": round(statistics.mean(kept), 3), "plain_first_same": f"{first}/{len(PLAIN_QUESTIONS)}",
+            "identifier_repo_in_top10": {k: f"{v}/{min(identifiers, len(scoped))}" for k, v in found.items()}}
 
 
 REPO_DIGEST = """SELECT r.name,
