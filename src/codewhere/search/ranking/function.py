@@ -47,11 +47,8 @@ def place_functions(
         return p.anonymous_chunk_factor if row.unit is None and not (query.names and defines_queried(row, query)) else 1.0
 
     # the BM25 scores of each definition's candidate windows, for `function_window_share`
-    # (a question in words: an identifier names one definition, which a long one mentioning it in
-    # every window must not outweigh)
     windows: dict[tuple[str, str, int, int], float] = {}
-    share = 0.0 if query.name_like else p.function_window_share
-    if share:
+    if p.function_window_share:
         for i in range(len(run.rows)):
             if (key := unit_key(run.rows[i])) is not None:
                 windows[key] = windows.get(key, 0.0) + keyword.get(run.rows[i].chunk_id, 0.0)
@@ -59,7 +56,7 @@ def place_functions(
     def words(row: ChunkRow) -> float:
         own_words = keyword.get(row.chunk_id, 0.0)
         key = unit_key(row)
-        return own_words if key is None else own_words + share * (windows.get(key, own_words) - own_words)
+        return own_words if key is None else own_words + p.function_window_share * (windows.get(key, own_words) - own_words)
 
     def match(i: int) -> float:
         row = run.rows[i]
