@@ -530,25 +530,6 @@ def test_function_lifts_the_first_files_second_definition_when_one_file_stands_o
     assert ids(rank("second", 2.0, P.with_values({"function_runner_up": 0}))) == [1, 3, 2]
 
 
-def test_function_judges_a_long_definition_by_all_its_candidate_windows() -> None:
-    """README's example: the function that skips the proxy is cut into two windows whose BM25
-    scores (6.7, 3.8) each lose to a short function's 9.4; with the window share a window's match
-    adds its definition's other windows', and the long function takes the file's place (the
-    short one a window of nothing else: its own score). A chunk of no definition adds nothing."""
-    short = cand(1, 0.030, "src/utils.py", unit="is_valid_cidr")
-    bypass = cand(2, 0.020, "src/utils.py", unit="should_bypass_proxies")
-    tail = Ranked(3, 0.019, {}, bypass.row._replace(chunk_id=3, start_line=bypass.row.start_line + 40))
-    words = {1: 9.4, 2: 6.7, 3: 3.8}
-    alone = run([short, bypass, tail], ANY_QUERY, "function", keyword=words, params=P.with_values({"function_length_exponent": 0.0}))
-    assert ids(alone)[0] == 1
-    shared = P.with_values({"function_length_exponent": 0.0, "function_window_share": 1.0})
-    together = run([short, bypass, tail], ANY_QUERY, "function", keyword=words, params=shared)
-    assert ids(together)[0] == 2 and together[0].why["function"] == 1
-    # half a share: 6.7 + 0.5 × 3.8 = 8.6, still under 9.4
-    half = P.with_values({"function_length_exponent": 0.0, "function_window_share": 0.5})
-    assert ids(run([short, bypass, tail], ANY_QUERY, "function", keyword=words, params=half))[0] == 1
-
-
 def test_function_keeps_a_hard_caps_places() -> None:
     busy = [cand(1, 0.03, "src/busy.py"), cand(2, 0.029, "src/busy.py", unit="g"), cand(3, 0.028, "src/busy.py", unit="h")]
     low = cand(4, 0.001, "src/low.py")

@@ -57,11 +57,6 @@ class RankingParams:
     function_semantic_weight: float = 0.0
     function_semantic_k: int = 10
     function_semantic_depth: int = 100
-    # function: a long definition is cut into windows, each its own BM25 document, so one whose
-    # words are spread over two windows matched like neither (README's example: the function that
-    # skips the proxy is two windows of 6.7 and 3.8, under a short one of 9.4). A window's match
-    # adds this share of its definition's other candidate windows' (0: each window alone)
-    function_window_share: float = 0.0
     # function: when the question's words stand out in one file (the second file's whole-file BM25
     # below `function_runner_up_when` × the first's), the first ranked file's second definition is
     # placed at least at its first's score × this × its match / the first's match (0: never;

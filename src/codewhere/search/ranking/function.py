@@ -46,22 +46,10 @@ def place_functions(
         row = run.rows[i]
         return p.anonymous_chunk_factor if row.unit is None and not (query.names and defines_queried(row, query)) else 1.0
 
-    # the BM25 scores of each definition's candidate windows, for `function_window_share`
-    windows: dict[tuple[str, str, int, int], float] = {}
-    if p.function_window_share:
-        for i in range(len(run.rows)):
-            if (key := unit_key(run.rows[i])) is not None:
-                windows[key] = windows.get(key, 0.0) + keyword.get(run.rows[i].chunk_id, 0.0)
-
-    def words(row: ChunkRow) -> float:
-        own_words = keyword.get(row.chunk_id, 0.0)
-        key = unit_key(row)
-        return own_words if key is None else own_words + p.function_window_share * (windows.get(key, own_words) - own_words)
-
     def match(i: int) -> float:
         row = run.rows[i]
         gained = own[i] / fused[i] if i < len(fused) and fused[i] else 1.0  # the per-chunk signals' product
-        by_words = words(row) * definition_lines(row) ** p.function_length_exponent * gained * step_back(i)
+        by_words = keyword.get(row.chunk_id, 0.0) * definition_lines(row) ** p.function_length_exponent * gained * step_back(i)
         rank = semantic.get(row.chunk_id)
         if rank is None:
             return by_words
@@ -114,12 +102,6 @@ def _lift_runner_up(run: Scores, order: Sequence[int], capped: set[int], match: 
     if lifted > run.scores[second]:
         run.scores[second] = lifted
         run.note(second, "function", 2)
-
-
-def unit_key(row: ChunkRow) -> tuple[str, str, int, int] | None:
-    """The definition a chunk belongs to, as (repository, path, start, end); None for a chunk of none."""
-    unit = row.unit
-    return (row.repo, row.path, unit.start_line, unit.end_line) if unit else None
 
 
 def definition_lines(row: ChunkRow) -> int:
