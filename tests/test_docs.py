@@ -16,44 +16,26 @@ def test_the_cli_reference_is_what_the_cli_prints() -> None:
         "docs/cli.md is stale: run `python scripts/cli_reference.py > docs/cli.md`"
 
 
-def _requests_sdist(folder: Path) -> Path | None:
-    """psf/requests 2.32.3 as README's first command fetches it (from PyPI); None without a network."""
-    done = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:",
-                           "requests==2.32.3", "-d", str(folder)], capture_output=True, text=True, timeout=120)
-    archive = folder / "requests-2.32.3.tar.gz"
-    if done.returncode != 0 or not archive.is_file():
-        return None
-    import tarfile
-
-    with tarfile.open(archive) as tar:
-        tar.extractall(folder, filter="data")
-    return folder / "requests-2.32.3"
-
-
-def _block_after(text: str, marker: str, fence: str) -> str:
-    """The first fenced block of kind `fence` after `marker`, without its fences."""
-    start = text.index(f"```{fence}\n", text.index(marker)) + len(f"```{fence}\n")
-    return text[start : text.index("```", start)]
-
-
-def test_readme_python_example_prints_what_readme_shows(tmp_path: Path) -> None:
-    """README's Python example, run on the requests 2.32.3 it names, prints the lines README shows
-    below it: a ranking change that moves them makes README say so (issue 52)."""
+def test_the_examples_readme_and_the_guide_show_are_what_the_commands_print(tmp_path: Path) -> None:
+    """Every block README.md and docs/guide.md mark `<!-- generated: NAME -->` (README's Python
+    example's output, the guide's search line and --json answer) is what its command prints on the
+    requests 2.32.3 README names: a ranking or output change that moves them fails here until
+    `python scripts/doc_examples.py` writes them again (issue 52)."""
     import os
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    code, shown = _block_after(readme, "## From Python", "python"), _block_after(readme, "## From Python", "text")
-    corpus = _requests_sdist(tmp_path)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import doc_examples
+
+    corpus = doc_examples.download_requests(tmp_path)
     if corpus is None:
         if os.environ.get("CI"):
-            raise AssertionError("CI could not download requests 2.32.3 from PyPI for README's example")
+            raise AssertionError("CI could not download requests 2.32.3 from PyPI for the documented examples")
         import pytest
 
         pytest.skip("requests 2.32.3 cannot be downloaded here (no network to PyPI)")
-    run = subprocess.run([sys.executable, "-c", code.replace("/tmp/cw/requests-2.32.3", str(corpus))],
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert run.returncode == 0, run.stderr
-    assert run.stdout == shown, f"README's Python example now prints:\n{run.stdout}"
+    generated = doc_examples.generate(corpus)
+    assert sum(text.count("<!-- generated: ") for text in generated.values()) == len(doc_examples.EXAMPLES)
+    assert doc_examples.stale(generated) == [], "stale examples: run `python scripts/doc_examples.py`"
 
 
 def test_every_cli_example_parses_with_the_real_parser() -> None:
