@@ -331,3 +331,29 @@ def test_a_server_answers_over_a_tree_of_every_hostile_file(tmp_path: Path) -> N
         assert status["files"] >= 2
 
     anyio.run(session_run, root, body)
+
+
+def test_a_parse_budget_running_out_while_symbols_are_read_does_not_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budget stops tree-sitter's parse by answering its reads with nothing; a node's text is
+    read through the same callback, and when the budget ran out after the parse (a big file on a
+    loaded machine), tree-sitter asked for that text again forever: an indexer of 1,000
+    repositories hung on a 529 KB test file. Past the parse the text is always served."""
+    from codewhere.parse import parser
+
+    ceiling = {"rss": 0}
+    monkeypatch.setattr(parser, "_resident_memory", lambda: ceiling["rss"])
+    read_symbols = parser._symbols  # noqa: SLF001
+
+    def symbols_once_over_budget(defs, language):  # noqa: ANN001, ANN202
+        ceiling["rss"] = 1 << 50  # from here on every budget check fails
+        return read_symbols(defs, language)
+
+    monkeypatch.setattr(parser, "_symbols", symbols_once_over_budget)
+    source = "".join(f"@decorate({n})\ndef handler_{n}(request):\n    return {n}\n\n" for n in range(200))
+    result: list[object] = []
+    worker = threading.Thread(target=lambda: result.append(parser.parse("python", source)), daemon=True)
+    worker.start()
+    worker.join(20)
+    assert not worker.is_alive(), "reading the symbols' text hung once the budget ran out"
+    parsed = result[0]
+    assert parsed is not None and [s.decorators for s in parsed.symbols][:2] == [("@decorate(0)",), ("@decorate(1)",)]

@@ -136,17 +136,22 @@ def parse(language: str, source: str) -> ParseResult | None:
         deadline = time.monotonic() + PARSE_SECONDS
         memory_ceiling = _resident_memory() + PARSE_MEMORY
         stopped = False
+        parsing = True
 
         def read(offset: int, _point: object) -> bytes:
             # tree-sitter has no time or memory limit of its own here; it asks for the text as it
-            # goes, and an empty answer is the end of the file, so a parse past its budget ends
+            # goes, and an empty answer is the end of the file, so a parse past its budget ends.
+            # Only the parse: a node's text is read through here too, and an empty answer there
+            # had tree-sitter ask again forever (an indexer hung on a 529 KB test file whose
+            # symbols were still being read when the budget ran out on a loaded machine)
             nonlocal stopped
-            if time.monotonic() > deadline or _resident_memory() > memory_ceiling:
+            if parsing and (time.monotonic() > deadline or _resident_memory() > memory_ceiling):
                 stopped = True
                 return b""
             return data[offset : offset + READ_BYTES]
 
         tree = parser.parse(read)
+        parsing = False
         if stopped:
             raise ParseBudgetExceeded(f"parsing took over {PARSE_SECONDS:.0f} s or {PARSE_MEMORY >> 20} MB")
         matches = QueryCursor(query).matches(tree.root_node)
