@@ -1,7 +1,7 @@
 """The team index at scale: many real repositories in one PostgreSQL primary, then concurrent
 searchers against the primary alone and against the primary with two streaming replicas.
 
-    python benchmarks/team_load.py --repos 1000 [--searchers 50] [--seconds 20] [--writers 2] [--json OUT]
+    python benchmarks/team_load.py --repos 1000 [--searchers 50] [--seconds 20] [--writers 2] [--json OUT] [--reuse [--resume]]
 
 Steps, each resumable (downloads and unpacked sources are cached under ~/.cache/codewhere-bench/team):
 1. **select**: PyPI packages reached from a fixed seed list through their declared dependencies
@@ -348,6 +348,8 @@ def main() -> int:
     parser.add_argument("--prepare-only", action="store_true", help="select and download, then stop")
     parser.add_argument("--reuse", action="store_true",
                         help="search the cluster a previous run left in --work (its index time is not measured again)")
+    parser.add_argument("--resume", action="store_true",
+                        help="with --reuse: first index what a stopped run left undone (a whole repository costs a check)")
     args = parser.parse_args()
 
     from pg_cluster import Cluster
@@ -376,6 +378,9 @@ def main() -> int:
             cluster.create_database("team")
             result["index"] = index_all(dsn, entries, args.writers)
             print(f"indexed: {result['index']}", file=sys.stderr)
+        elif args.resume:
+            result["index_resumed"] = index_all(dsn, entries, args.writers)
+            print(f"resumed: {result['index_resumed']}", file=sys.stderr)
         cluster.wait_caught_up(timeout=600)
         scoped = _queries(dsn)
         result["scoped_plan"] = scoped_plan(dsn, scoped[0][0])
