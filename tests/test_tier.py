@@ -32,6 +32,29 @@ def test_tier_vectors_rank_by_cosine_with_ties_by_chunk_id() -> None:
     assert tier.TierVectors(np.empty(0, np.int64), np.empty((0, 2))).search(np.array([1.0, 0.0]), 3) == []
 
 
+def test_a_large_tier_is_searched_quantized_and_keeps_the_exact_best(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past QUANTIZE_FROM vectors the tier holds sign bits and byte codes instead of float32
+    (a quarter of the memory, a shortlist instead of a full product); on 3,000 random 384-d
+    vectors it finds the exact top 10 (near ties may swap) with their similarities to within the
+    codes' rounding."""
+    monkeypatch.setattr(tier, "QUANTIZE_FROM", 1_000)
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((3_000, 384)).astype(np.float16)
+    vectors /= np.linalg.norm(vectors.astype(np.float32), axis=1, keepdims=True).astype(np.float16)
+    ids = np.arange(100, 3_100)
+    query = vectors[17].astype(np.float32) + 0.03 * rng.standard_normal(384).astype(np.float32)
+    quantized = tier.TierVectors(ids, vectors)
+    assert quantized.vectors is None and quantized.quantized is not None
+    monkeypatch.setattr(tier, "QUANTIZE_FROM", 10_000)
+    exact = tier.TierVectors(ids, vectors)
+    assert exact.vectors is not None
+    found, expected = quantized.search(query, 10), exact.search(query, 10)
+    assert found[0][0] == expected[0][0] == 117 and {cid for cid, _ in found} == {cid for cid, _ in expected}
+    norm = float(np.linalg.norm(query))
+    exact_scores = {cid: score / norm for cid, score in expected}
+    assert [score for _, score in found] == pytest.approx([exact_scores[cid] for cid, _ in found], abs=0.01)
+
+
 def test_a_partial_tier_is_never_searched(sample_repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fill stopped after its first page keeps that page; searches use the static vectors until
     the next fill covers the rest (with the fake model standing in for MiniLM)."""

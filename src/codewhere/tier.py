@@ -26,6 +26,7 @@ import numpy as np
 from codewhere.embed.base import Embedder
 from codewhere.store import SearchReader
 from codewhere.store.base import ChunkAt
+from codewhere.store.quantized import QUANTIZE_FROM, QuantizedVectors
 from codewhere.store.sqlite import SqliteStore
 from codewhere.types import ChunkRow, Filters, TermQuery
 
@@ -98,15 +99,25 @@ def lower_priority() -> None:
 
 
 class TierVectors:
-    """Every chunk's tier vector in memory (float32 for the product; float16 on disk)."""
+    """Every chunk's tier vector in memory: float32 for an exact product; past QUANTIZE_FROM, sign
+    bits and byte codes, as the static vectors of a large index are (store/quantized.py): a
+    Hamming shortlist ordered by the codes. Django's 47,660 tier vectors: 73 MB of float32, a
+    product of ~9 ms a query; 25 MB quantized (float16 on disk either way)."""
 
     def __init__(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         self.ids = ids
-        self.vectors = np.asarray(vectors, np.float32)
+        matrix = np.asarray(vectors, np.float32)
+        self.quantized = QuantizedVectors.of(matrix) if len(ids) >= QUANTIZE_FROM else None
+        self.vectors = matrix if self.quantized is None else None
 
     def search(self, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
         if not len(self.ids) or limit < 1:
             return []
+        if self.vectors is None:
+            assert self.quantized is not None
+            rows, distances = self.quantized.nearest(np.asarray(query, np.float32), limit, np.ones(len(self.ids), bool))
+            order = np.lexsort((self.ids[rows], distances))  # nearest first, ties by chunk id
+            return [(int(self.ids[r]), float(1.0 - d)) for r, d in zip(rows[order], distances[order], strict=True)]
         scores = self.vectors @ np.asarray(query, np.float32)
         k = min(limit, len(scores))
         best = np.argpartition(-scores, k - 1)[:k]
