@@ -244,7 +244,8 @@ CREATE TABLE repo_words(
     word TEXT NOT NULL,
     files INTEGER NOT NULL,
     PRIMARY KEY (repo_id, word));
-CREATE INDEX repo_words_by_word ON repo_words(word);
+-- a search reads its words' rows from the index alone (a word's rows lie on as many pages as repositories hold it)
+CREATE INDEX repo_words_by_word ON repo_words(word) INCLUDE (repo_id, files);
 """
 
 

@@ -1074,18 +1074,21 @@ class PostgresStore:
         None when the index holds no more than `limit` repositories, or none of them holds a word:
         then the search reads every one."""
         words = sorted({w for term in words for w in re.findall(r"\w+", term.lower())})
-        among = int(self._scalar("SELECT count(*) FROM repos"))
+        row = self._db.execute("SELECT count(*), greatest(avg(file_count), 1)::float8 FROM repos").fetchone()
+        assert row is not None
+        among, average_files = int(row[0]), float(row[1])
         if not words or among <= limit:
             return None
+        # (the repository count and average length are parameters: as a subquery the planner ran
+        # them once per matching row, 2,644 times for "read a configuration file": 346 ms, not 10)
         rows = self._db.execute(
-            """WITH held AS (SELECT repo_id, word, files FROM repo_words WHERE word = ANY(%s)),
-                    spread AS (SELECT word, count(*) AS repos FROM held GROUP BY word),
-                    everyone AS (SELECT count(*) AS repos, greatest(avg(file_count), 1) AS files FROM repos)
-               SELECT r.name, sum(ln(1 + (everyone.repos - spread.repos + 0.5) / (spread.repos + 0.5))
-                                  * held.files * %s / (held.files + %s * (1 - %s + %s * r.file_count / everyone.files))) AS score
-               FROM held JOIN spread USING (word) JOIN repos r ON r.id = held.repo_id, everyone
+            """WITH held AS (SELECT repo_id, word, files::float8 AS files FROM repo_words WHERE word = ANY(%s)),
+                    spread AS (SELECT word, count(*)::float8 AS repos FROM held GROUP BY word)
+               SELECT r.name, sum(ln(1 + (%s - spread.repos + 0.5) / (spread.repos + 0.5))
+                                  * held.files * %s / (held.files + %s * (1 - %s + %s * r.file_count / %s))) AS score
+               FROM held JOIN spread USING (word) JOIN repos r ON r.id = held.repo_id
                GROUP BY r.name ORDER BY score DESC, r.name LIMIT %s""",
-            (words, ROUTE_K1 + 1, ROUTE_K1, ROUTE_B, ROUTE_B, limit)).fetchall()
+            (words, float(among), ROUTE_K1 + 1, ROUTE_K1, ROUTE_B, ROUTE_B, average_files, limit)).fetchall()
         return Route(tuple(str(name) for name, _ in rows), among) if rows else None
 
     def repositories(self, named: Sequence[str] | None = None) -> list[str]:
