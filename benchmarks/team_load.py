@@ -348,6 +348,7 @@ def main() -> int:
     parser.add_argument("--prepare-only", action="store_true", help="select and download, then stop")
     parser.add_argument("--reuse", action="store_true",
                         help="search the cluster a previous run left in --work (its index time is not measured again)")
+    parser.add_argument("--latency-only", action="store_true", help="stop after the one-searcher latencies")
     parser.add_argument("--resume", action="store_true",
                         help="with --reuse: first index what a stopped run left undone (a whole repository costs a check)")
     args = parser.parse_args()
@@ -386,6 +387,8 @@ def main() -> int:
         result["scoped_plan"] = scoped_plan(dsn, scoped[0][0])
         result["latency"] = latency(dsn, scoped, args.latency_rounds, args.all_rounds)
         print(f"latency: {result['latency']}", file=sys.stderr)
+        if args.latency_only:
+            return _report(result, args.json)
         result["primary_only"] = load(dsn, None, args.searchers, args.seconds, scoped)
         print(f"primary only: {result['primary_only']}", file=sys.stderr)
         read_dsn = cluster.read_dsn("team")
@@ -416,9 +419,13 @@ def main() -> int:
         print(f"verify: {result['verify']}", file=sys.stderr)
     finally:
         cluster.stop()
+    return _report(result, args.json)
+
+
+def _report(result: dict[str, object], out: Path | None) -> int:
     text = json.dumps(result, indent=1)
-    if args.json:
-        args.json.write_text(text + "\n")
+    if out:
+        out.write_text(text + "\n")
     print(text)
     return 0
 
