@@ -537,3 +537,25 @@ def test_cli_says_which_repositories_a_search_across_them_read(tmp_path: Path, t
     assert cli("search", "rain forecast", "--json", cwd=tmp_path).json()["repositories"] == {"searched": ["weather"], "of": 2}
     every = cli("search", "rain forecast", "--all-repos", "--json", cwd=tmp_path).json()
     assert "repositories" not in every
+
+
+def test_an_agent_is_told_which_repositories_a_search_across_them_read(tmp_path: Path, team_dsn: str, cli,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import anyio
+
+    from tests.test_mcp import payload, session_run
+
+    monkeypatch.setenv("CODEWHERE_ROUTE_REPOSITORIES", "1")
+    write_tree(tmp_path / "shop", SAMPLE_REPO)
+    write_tree(tmp_path / "weather", WEATHER)
+    assert cli("index", str(tmp_path / "shop")).code == 0
+    assert cli("index", str(tmp_path / "weather")).code == 0
+    answers: dict[str, object] = {}
+
+    async def body(session) -> None:  # noqa: ANN001
+        answers["search"] = payload(await session.call_tool("search", {"query": "rain forecast", "k": 3}))
+
+    anyio.run(session_run, tmp_path / "shop", body)
+    found = answers["search"]
+    assert isinstance(found, dict) and found["repositories"] == {"searched": ["weather"], "of": 2}
+    assert found["hits"] and all(h["location"].startswith("weather:") for h in found["hits"])
