@@ -524,13 +524,19 @@ def test_a_version_7_database_gets_each_repositorys_words(tmp_path: Path, team_d
         assert held["charge"] >= 1 and held["cart"] >= 1
 
 
-def test_cli_says_which_repositories_a_search_across_them_read(tmp_path: Path, team_dsn: str, cli,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def routed_to_one(tmp_path: Path, team_dsn: str, cli, monkeypatch: pytest.MonkeyPatch) -> Path:  # noqa: ANN001
+    """The shop and the weather service indexed by the CLI into one database, searches routed to one
+    repository; the folder holding both."""
     monkeypatch.setenv("CODEWHERE_ROUTE_REPOSITORIES", "1")
-    write_tree(tmp_path / "shop", SAMPLE_REPO)
-    write_tree(tmp_path / "weather", WEATHER)
-    assert cli("index", str(tmp_path / "shop")).code == 0
-    assert cli("index", str(tmp_path / "weather")).code == 0
+    for name, tree in (("shop", SAMPLE_REPO), ("weather", WEATHER)):
+        write_tree(tmp_path / name, tree)
+        assert cli("index", str(tmp_path / name)).code == 0
+    return tmp_path
+
+
+def test_cli_says_which_repositories_a_search_across_them_read(routed_to_one: Path, cli) -> None:  # noqa: ANN001
+    tmp_path = routed_to_one
     routed = cli("search", "rain forecast", cwd=tmp_path)
     assert routed.code == 0 and routed.out.startswith("weather:forecast.py:")
     assert "searched the 1 of 2 repositories" in routed.err and "--all-repos" in routed.err
@@ -539,23 +545,17 @@ def test_cli_says_which_repositories_a_search_across_them_read(tmp_path: Path, t
     assert "repositories" not in every
 
 
-def test_an_agent_is_told_which_repositories_a_search_across_them_read(tmp_path: Path, team_dsn: str, cli,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_agent_is_told_which_repositories_a_search_across_them_read(routed_to_one: Path) -> None:
     import anyio
 
     from tests.test_mcp import payload, session_run
 
-    monkeypatch.setenv("CODEWHERE_ROUTE_REPOSITORIES", "1")
-    write_tree(tmp_path / "shop", SAMPLE_REPO)
-    write_tree(tmp_path / "weather", WEATHER)
-    assert cli("index", str(tmp_path / "shop")).code == 0
-    assert cli("index", str(tmp_path / "weather")).code == 0
     answers: dict[str, object] = {}
 
     async def body(session) -> None:  # noqa: ANN001
         answers["search"] = payload(await session.call_tool("search", {"query": "rain forecast", "k": 3}))
 
-    anyio.run(session_run, tmp_path / "shop", body)
+    anyio.run(session_run, routed_to_one / "shop", body)
     found = answers["search"]
     assert isinstance(found, dict) and found["repositories"] == {"searched": ["weather"], "of": 2}
     assert found["hits"] and all(h["location"].startswith("weather:") for h in found["hits"])
