@@ -1074,10 +1074,12 @@ class PostgresStore:
         None when the index holds no more than `limit` repositories, or none of them holds a word:
         then the search reads every one."""
         words = sorted({w for term in words for w in re.findall(r"\w+", term.lower())})
+        if not words:
+            return None
         row = self._db.execute("SELECT count(*), greatest(avg(file_count), 1)::float8 FROM repos").fetchone()
         assert row is not None
         among, average_files = int(row[0]), float(row[1])
-        if not words or among <= limit:
+        if among <= limit:
             return None
         # (the repository count and average length are parameters: as a subquery the planner ran
         # them once per matching row, 2,644 times for "read a configuration file": 346 ms, not 10)
